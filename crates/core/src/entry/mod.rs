@@ -1,0 +1,25 @@
+//! Where a query starts (the fourth of the five questions in ARCHITECTURE.md).
+
+/// Chooses the start node(s) of one query's graph search.
+pub trait EntryPoints: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Appends the start node ids for `query` to `out`.
+    fn starts(&self, query: &[f32], out: &mut Vec<u32>);
+    /// Bytes held in RAM.
+    fn resident_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// DiskANN: every query starts at the medoid.
+pub struct Medoid(pub u32);
+
+impl EntryPoints for Medoid {
+    fn name(&self) -> &'static str {
+        "medoid"
+    }
+
+    fn starts(&self, _query: &[f32], out: &mut Vec<u32>) {
+        out.push(self.0);
+    }
+}

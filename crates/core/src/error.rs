@@ -1,0 +1,88 @@
+//! The engine's error type. Every message names the file (or argument), the
+//! field, and the expected and found values.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Data(#[from] crate::data::DataError),
+
+    #[error(transparent)]
+    Io(#[from] stratavec_io::IoError),
+
+    /// An index file that is missing, truncated, corrupt or from another version.
+    #[error("{}: {field}: expected {expected}, found {found}", path.display())]
+    Index {
+        path: PathBuf,
+        field: String,
+        expected: String,
+        found: String,
+    },
+
+    /// A bad parameter or query.
+    #[error("{what}: expected {expected}, found {found}")]
+    Argument {
+        what: String,
+        expected: String,
+        found: String,
+    },
+
+    /// A file-system operation on a whole file or directory failed.
+    #[error("{op} {}: {source}", path.display())]
+    File {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn index(
+        path: &Path,
+        field: impl Into<String>,
+        expected: impl ToString,
+        found: impl ToString,
+    ) -> Self {
+        Error::Index {
+            path: path.to_path_buf(),
+            field: field.into(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    pub fn argument(
+        what: impl Into<String>,
+        expected: impl ToString,
+        found: impl ToString,
+    ) -> Self {
+        Error::Argument {
+            what: what.into(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    pub fn file(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Error::File {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Adds the path to `std::io` results.
+pub trait FileContext<T> {
+    fn at(self, op: &'static str, path: &Path) -> Result<T>;
+}
+
+impl<T> FileContext<T> for std::io::Result<T> {
+    fn at(self, op: &'static str, path: &Path) -> Result<T> {
+        self.map_err(|e| Error::file(op, path, e))
+    }
+}

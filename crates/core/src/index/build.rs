@@ -1,0 +1,340 @@
+//! The build pipeline (ARCHITECTURE.md, "Data flow"): validate → quantizer
+//! training and encoding → Vamana graph → disk layout → manifest, all staged in
+//! a temporary sibling directory and committed at the end.
+
+use super::commit::{file_entry, Staging};
+use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
+use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
+use crate::error::{Error, FileContext, Result};
+use crate::graph::{self, BuildSpace, VamanaParams};
+use crate::layout::CoupledLayout;
+use crate::progress::Progress;
+use crate::quant::pq::{PqCodebook, PqTrainParams};
+use crate::quant::pq_file;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Instant;
+
+/// Everything that decides the bytes of an index. Thread count is not here:
+/// the build gives the same bytes for any number of threads.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BuildParams {
+    pub profile: String,
+    pub metric: Metric,
+    /// Maximum out-degree R.
+    pub graph_degree: usize,
+    /// Build list size L.
+    pub complexity: usize,
+    pub alpha: f32,
+    /// Insertion passes (1 = DiskANN's builder, 2 = the Vamana paper).
+    pub passes: usize,
+    /// PQ code bytes per vector (sub-spaces M).
+    pub pq_bytes: usize,
+    /// Vectors sampled to train PQ.
+    pub pq_sample: usize,
+    /// k-means iterations per PQ sub-space.
+    pub pq_iters: usize,
+    /// Disk page size: 4096, 8192 or 16384.
+    pub page_size: usize,
+    /// Largest insertion batch as a fraction of n.
+    pub max_batch_fraction: f32,
+    pub seed: u64,
+}
+
+impl Default for BuildParams {
+    fn default() -> Self {
+        BuildParams {
+            profile: "diskann".into(),
+            metric: Metric::L2,
+            graph_degree: 64,
+            complexity: 128,
+            alpha: 1.2,
+            passes: 1,
+            pq_bytes: 32,
+            pq_sample: 100_000,
+            pq_iters: 12,
+            page_size: 4096,
+            max_batch_fraction: 0.02,
+            seed: 42,
+        }
+    }
+}
+
+/// How the build went: timings and peak memory, written to
+/// `build_report.json` beside the manifest (kept out of the manifest so the
+/// manifest stays byte-identical between runs).
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+pub struct BuildReport {
+    pub n: usize,
+    pub dim: usize,
+    pub threads: usize,
+    /// (stage, seconds) in order.
+    pub stages: Vec<(String, f64)>,
+    pub total_s: f64,
+    /// Peak resident memory of the process (VmHWM) at the end of the build.
+    pub peak_rss_bytes: u64,
+    pub index_bytes: u64,
+    pub graph_mean_degree: f64,
+}
+
+pub const BUILD_REPORT: &str = "build_report.json";
+
+fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<()> {
+    let arg = |what: &str, expected: &str, found: &dyn ToString| {
+        Err(Error::argument(what, expected, found.to_string()))
+    };
+    if p.profile != "diskann" {
+        return arg("profile", "diskann (others are not built yet)", &p.profile);
+    }
+    if p.graph_degree == 0 || p.graph_degree > 1024 {
+        return arg("graph_degree (R)", "1..=1024", &p.graph_degree);
+    }
+    if p.complexity < p.graph_degree.min(n) || p.complexity == 0 {
+        return arg(
+            "complexity (L_build)",
+            "at least graph_degree",
+            &p.complexity,
+        );
+    }
+    if !(p.alpha >= 1.0 && p.alpha <= 4.0) {
+        return arg("alpha", "1.0..=4.0", &p.alpha);
+    }
+    if p.pq_bytes == 0 || p.pq_bytes > dim {
+        return arg(
+            "pq_bytes",
+            &format!("1..={dim} (the dimension)"),
+            &p.pq_bytes,
+        );
+    }
+    if ![4096, 8192, 16384].contains(&p.page_size) {
+        return arg("page_size", "4096, 8192 or 16384", &p.page_size);
+    }
+    if p.passes == 0 || p.passes > 4 {
+        return arg("passes", "1..=4", &p.passes);
+    }
+    if !(p.max_batch_fraction > 0.0 && p.max_batch_fraction <= 1.0) {
+        return arg("max_batch_fraction", "in (0, 1]", &p.max_batch_fraction);
+    }
+    if dtype != DType::F32 && p.metric != Metric::L2 {
+        return arg(
+            "metric",
+            &format!("l2 for {} data", dtype.as_str()),
+            &p.metric,
+        );
+    }
+    if n >= u32::MAX as usize {
+        return arg("number of vectors", "fewer than 2^32 - 1", &n);
+    }
+    Ok(())
+}
+
+fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
+    use rayon::prelude::*;
+    if let Some(i) = data.par_iter().position_first(|x| !x.is_finite()) {
+        return Err(Error::argument(
+            format!("{source}: row {}, component {}", i / dim, i % dim),
+            "a finite number",
+            data[i],
+        ));
+    }
+    Ok(())
+}
+
+/// Peak resident set size of this process so far (VmHWM), if readable.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Builds an index of `data` at `dir`. `source` names the data in errors.
+pub fn build_index(
+    data: Vectors<'_>,
+    source: &str,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
+    let t_all = Instant::now();
+    let dim = data.dim();
+    let n = data.elems().len() / dim;
+    let dtype = data.elems().dtype();
+    check_params(params, n, dim, dtype)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("stratavec-build-{i}"))
+        .build()
+        .map_err(|e| Error::argument("threads", "a thread pool", e))?;
+    let mut report = BuildReport {
+        n,
+        dim,
+        threads: threads.max(1),
+        ..Default::default()
+    };
+    let staging = Staging::new(dir)?;
+    let mut stage =
+        |name: &str, t: Instant| report.stages.push((name.into(), t.elapsed().as_secs_f64()));
+
+    // 1. The f32 view the build works on: borrowed when possible; cosine data
+    //    normalised once (the stored vectors are the normalised ones too).
+    let t = Instant::now();
+    let f32_data: Cow<[f32]> = pool.install(|| -> Result<Cow<[f32]>> {
+        let mut v = data.elems().to_f32();
+        check_finite(&v, dim, source)?;
+        if params.metric == Metric::Cosine {
+            use rayon::prelude::*;
+            v.to_mut()
+                .par_chunks_mut(dim)
+                .for_each(crate::data::normalize_f32);
+        }
+        Ok(v)
+    })?;
+    stage("prepare", t);
+
+    // 2. PQ codebook and codes.
+    let t = Instant::now();
+    progress.stage("train PQ", 0);
+    let pq_params = PqTrainParams {
+        m: params.pq_bytes,
+        sample: params.pq_sample,
+        iters: params.pq_iters,
+        seed: params.seed,
+    };
+    let (codebook, codes) = pool.install(|| {
+        let cb = PqCodebook::train(&f32_data, dim, &pq_params);
+        let codes = cb.encode_all(&f32_data);
+        (cb, codes)
+    });
+    progress.finish();
+    stage("pq", t);
+
+    // 3. The graph.
+    let t = Instant::now();
+    let space = BuildSpace::new(&f32_data, dim, params.metric);
+    let vparams = VamanaParams {
+        degree: params.graph_degree,
+        complexity: params.complexity,
+        alpha: params.alpha,
+        passes: params.passes,
+        max_batch_fraction: params.max_batch_fraction,
+        seed: params.seed,
+    };
+    progress.stage("build graph", (n * params.passes) as u64);
+    let (graph, gstats) =
+        pool.install(|| graph::build(&space, &vparams, &|d, _| progress.set(d as u64)));
+    progress.finish();
+    stage("graph", t);
+
+    // 4. Disk layout and codes.
+    let t = Instant::now();
+    progress.stage("write pages", 0);
+    let layout = CoupledLayout::new(params.page_size, n, dim, dtype, params.graph_degree);
+    let pages_path = staging.dir.join("pages.bin");
+    let file = std::fs::File::create(&pages_path).at("create", &pages_path)?;
+    let mut w = BufWriter::with_capacity(8 << 20, file);
+    let elems = data.elems();
+    let vector_bytes = |id: u32, out: &mut [u8]| {
+        let (s, e) = (id as usize * dim, (id as usize + 1) * dim);
+        match elems {
+            Elems::F32(_) => {
+                for (o, x) in out.chunks_exact_mut(4).zip(&f32_data[s..e]) {
+                    o.copy_from_slice(&x.to_le_bytes());
+                }
+            }
+            Elems::U8(v) => out.copy_from_slice(&v[s..e]),
+            Elems::I8(v) => {
+                for (o, &x) in out.iter_mut().zip(&v[s..e]) {
+                    *o = x as u8;
+                }
+            }
+        }
+    };
+    layout
+        .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
+        .and_then(|_| w.flush())
+        .at("write", &pages_path)?;
+    drop(w);
+    let codes_path = staging.dir.join("codes.bin");
+    let mut w = BufWriter::new(std::fs::File::create(&codes_path).at("create", &codes_path)?);
+    pq_file::write(&mut w, &codebook, &codes)
+        .and_then(|_| w.flush())
+        .at("write", &codes_path)?;
+    drop(w);
+    progress.finish();
+    stage("write", t);
+
+    // 5. Manifest (last: its presence marks a complete index), then commit.
+    let t = Instant::now();
+    let mut files = BTreeMap::new();
+    for name in ["pages.bin", "codes.bin"] {
+        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
+    }
+    report.index_bytes = files.values().map(|f| f.bytes).sum();
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        profile: params.profile.clone(),
+        dtype,
+        dim,
+        n,
+        metric: params.metric,
+        build: params.clone(),
+        layout: "coupled".into(),
+        page_size: params.page_size,
+        quantizer: format!("pq{}", params.pq_bytes),
+        medoid: graph.medoid,
+        graph_mean_degree: gstats.mean_degree,
+        files,
+    };
+    let mpath = staging.dir.join(MANIFEST);
+    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    stage("checksum", t);
+    report.graph_mean_degree = gstats.mean_degree;
+    report.peak_rss_bytes = peak_rss_bytes();
+    report.total_s = t_all.elapsed().as_secs_f64();
+    let rpath = staging.dir.join(BUILD_REPORT);
+    std::fs::write(
+        &rpath,
+        serde_json::to_string_pretty(&report).expect("report") + "\n",
+    )
+    .at("write", &rpath)?;
+    staging.commit()?;
+    Ok(report)
+}
+
+/// Opens, validates and builds from a vector file.
+pub fn build_from_file(
+    data_path: &Path,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
+    let file = crate::data::open(data_path)?;
+    let vectors = match file.vectors() {
+        Some(v) => v,
+        None => {
+            return Err(Error::argument(
+                format!("{}", data_path.display()),
+                "contiguous rows",
+                "interleaved rows",
+            ))
+        }
+    };
+    build_index(
+        vectors,
+        &data_path.display().to_string(),
+        dir,
+        params,
+        threads,
+        progress,
+    )
+}

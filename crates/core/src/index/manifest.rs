@@ -1,0 +1,92 @@
+//! `manifest.json`: what an index directory holds and how it was built.
+//! Written last, so a directory without one is not an index. Deterministic
+//! (no timings): two builds of the same data with the same parameters and one
+//! thread produce byte-identical manifests; timings go to `build_report.json`.
+
+use crate::data::{DType, Metric};
+use crate::error::{Error, FileContext, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Bumped whenever a file's layout changes; an index from a newer version is
+/// refused, older versions keep opening.
+pub const FORMAT_VERSION: u32 = 1;
+pub const MANIFEST: &str = "manifest.json";
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FileEntry {
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub profile: String,
+    pub dtype: DType,
+    pub dim: usize,
+    pub n: usize,
+    pub metric: Metric,
+    /// Every build parameter, as given (after defaults were applied).
+    pub build: crate::index::build::BuildParams,
+    pub layout: String,
+    pub page_size: usize,
+    pub quantizer: String,
+    pub medoid: u32,
+    pub graph_mean_degree: f64,
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+impl Manifest {
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        if !dir.is_dir() {
+            return Err(Error::index(
+                dir,
+                "index directory",
+                "an existing directory",
+                "nothing there",
+            ));
+        }
+        let path = dir.join(MANIFEST);
+        if !path.is_file() {
+            return Err(Error::index(
+                &path,
+                "manifest",
+                "a stratavec index (manifest.json)",
+                "no manifest.json: not an index, or a build that did not finish",
+            ));
+        }
+        let text = std::fs::read_to_string(&path).at("read", &path)?;
+        // Check the version before the rest, so a newer index gets the right
+        // message rather than a parse error about a field we do not know.
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::index(&path, "JSON", "a valid manifest", e))?;
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        match version {
+            Some(v) if v as u32 > FORMAT_VERSION => {
+                return Err(Error::index(
+                    &path,
+                    "format_version",
+                    format!("<= {FORMAT_VERSION} (this stratavec)"),
+                    format!("{v}: written by a newer stratavec; upgrade to open it"),
+                ))
+            }
+            Some(_) => {}
+            None => {
+                return Err(Error::index(
+                    &path,
+                    "format_version",
+                    "an integer",
+                    "missing",
+                ))
+            }
+        }
+        serde_json::from_value(value)
+            .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("manifest serialises") + "\n"
+    }
+}

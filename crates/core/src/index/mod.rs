@@ -1,0 +1,10 @@
+//! The index directory: build, commit, manifest, open and search.
+pub mod build;
+pub mod cache_load;
+pub mod commit;
+pub mod manifest;
+pub mod open;
+
+pub use build::{build_from_file, build_index, BuildParams, BuildReport};
+pub use manifest::{Manifest, FORMAT_VERSION};
+pub use open::{BatchResult, Index, OpenOptions};

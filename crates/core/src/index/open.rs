@@ -1,0 +1,497 @@
+//! An open index: the parts its memory plan keeps in RAM, and batch search
+//! over worker threads that each own one block reader.
+
+use super::cache_load::load_bfs;
+use super::manifest::Manifest;
+use crate::data::{DType, Metric};
+use crate::entry::{EntryPoints, Medoid};
+use crate::error::{Error, FileContext, Result};
+use crate::layout::{CoupledLayout, Layout, PagesHeader};
+use crate::memory::node_cache::bytes_per_node;
+use crate::memory::{MemoryReport, NodeCache};
+use crate::quant::{pq_file, PqQuantizer, Quantizer};
+use crate::search::query::{reported_distance, PreparedQuery};
+use crate::search::{run_worker, BeamSearch, QueryStats, SearchContext, SearchParams};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use stratavec_io::{open_reader, proc_self_io, Backend, BlockReader, ReaderOptions};
+
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// Bytes the index may hold in RAM (codes + cache + I/O buffers). `None`:
+    /// codes only, no node cache.
+    pub memory_budget_bytes: Option<u64>,
+    pub io: Backend,
+    /// I/O buffers are reserved out of the budget for this many threads x
+    /// queries in flight x beam width.
+    pub reserve_threads: usize,
+    pub reserve_in_flight: usize,
+    pub reserve_beam_width: usize,
+    /// Re-hash every file against the manifest (slow on big indexes).
+    pub verify_checksums: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            memory_budget_bytes: None,
+            io: Backend::Auto,
+            reserve_threads: 2,
+            reserve_in_flight: 16,
+            reserve_beam_width: 4,
+            verify_checksums: false,
+        }
+    }
+}
+
+pub struct Index {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pages_path: PathBuf,
+    layout: CoupledLayout,
+    quantizer: PqQuantizer,
+    cache: NodeCache,
+    entry: Medoid,
+    memory: MemoryReport,
+    io: Backend,
+    /// Name of the I/O backend actually used ("io_uring+direct", ...).
+    io_name: Mutex<String>,
+}
+
+/// Results of a batch: `k` ids and distances per query, row-major; a query
+/// with fewer than `k` results (or a failed one) is padded with `u32::MAX`
+/// and `f32::INFINITY`.
+#[derive(Clone, Debug, Default)]
+pub struct BatchResult {
+    pub k: usize,
+    pub ids: Vec<u32>,
+    pub dists: Vec<f32>,
+    pub stats: Vec<QueryStats>,
+    /// Per query: the error that failed it, if any.
+    pub errors: Vec<Option<String>>,
+    pub wall_s: f64,
+    /// `/proc/self/io` read_bytes grown during the batch (None off Linux).
+    pub proc_read_bytes: Option<u64>,
+    pub io_backend: String,
+    /// Seconds the workers spent blocked on I/O, summed over workers.
+    pub io_wait_s: f64,
+}
+
+impl BatchResult {
+    pub fn failed(&self) -> usize {
+        self.errors.iter().filter(|e| e.is_some()).count()
+    }
+
+    pub fn total(&self) -> QueryStats {
+        let mut t = QueryStats::default();
+        for s in &self.stats {
+            t += *s;
+        }
+        t
+    }
+}
+
+fn check_file_size(manifest: &Manifest, dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    let entry = manifest.files.get(name).ok_or_else(|| {
+        Error::index(
+            &dir.join(super::manifest::MANIFEST),
+            "files",
+            name,
+            "missing entry",
+        )
+    })?;
+    let meta = std::fs::metadata(&path).map_err(|e| {
+        Error::index(
+            &path,
+            "file",
+            format!("{} bytes", entry.bytes),
+            format!("cannot stat: {e}"),
+        )
+    })?;
+    if meta.len() != entry.bytes {
+        return Err(Error::index(
+            &path,
+            "size",
+            format!("{} bytes (manifest)", entry.bytes),
+            format!("{} bytes (truncated or replaced)", meta.len()),
+        ));
+    }
+    Ok(path)
+}
+
+impl Index {
+    pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Index> {
+        let dir = dir.as_ref().to_path_buf();
+        let manifest = Manifest::read(&dir)?;
+        let pages_path = check_file_size(&manifest, &dir, "pages.bin")?;
+        let codes_path = check_file_size(&manifest, &dir, "codes.bin")?;
+        if opts.verify_checksums {
+            for (name, entry) in &manifest.files {
+                let got = super::commit::file_entry(&dir.join(name))?;
+                if got.sha256 != entry.sha256 {
+                    return Err(Error::index(
+                        &dir.join(name),
+                        "sha256",
+                        &entry.sha256,
+                        got.sha256,
+                    ));
+                }
+            }
+        }
+
+        // The pages header must describe the same index as the manifest.
+        let page_size = manifest.page_size;
+        let mut header_reader = open_reader(
+            &pages_path,
+            &ReaderOptions {
+                backend: opts.io,
+                slots: 64,
+                slot_bytes: page_size.max(4096),
+                ..Default::default()
+            },
+        )?;
+        let header = read_header(&mut *header_reader, &pages_path, page_size)?;
+        let layout = CoupledLayout::from_header(&header);
+        let expect = |field: &str, want: String, got: String| -> Result<()> {
+            if want != got {
+                return Err(Error::index(
+                    &pages_path,
+                    field,
+                    format!("{want} (manifest)"),
+                    got,
+                ));
+            }
+            Ok(())
+        };
+        expect("n", manifest.n.to_string(), header.n.to_string())?;
+        expect("dim", manifest.dim.to_string(), header.dim.to_string())?;
+        expect(
+            "dtype",
+            manifest.dtype.as_str().into(),
+            header.dtype.as_str().into(),
+        )?;
+        expect(
+            "page size",
+            page_size.to_string(),
+            header.page_size.to_string(),
+        )?;
+        expect("layout", manifest.layout.clone(), header.layout.clone())?;
+        expect(
+            "file size",
+            layout.file_bytes().to_string(),
+            manifest.files["pages.bin"].bytes.to_string(),
+        )?;
+        if header.medoid as usize >= manifest.n {
+            return Err(Error::index(
+                &pages_path,
+                "medoid",
+                format!("< {}", manifest.n),
+                header.medoid,
+            ));
+        }
+
+        let (codebook, codes) = pq_file::read(&codes_path, manifest.n, manifest.dim)?;
+        let quantizer = PqQuantizer {
+            codebook,
+            codes,
+            metric: manifest.metric,
+        };
+
+        // Memory plan: codes, then I/O buffers, then as many cached nodes as fit.
+        let buffers = opts.reserve_threads.max(1)
+            * opts.reserve_in_flight.max(1)
+            * opts.reserve_beam_width.max(1)
+            * layout.max_span_bytes();
+        let fixed = quantizer.resident_bytes() + buffers;
+        let cache_nodes = match opts.memory_budget_bytes {
+            None => 0,
+            Some(budget) if (budget as usize) < fixed => {
+                return Err(Error::argument(
+                    "memory budget",
+                    format!(
+                        "at least {:.2} MB (PQ codes {:.2} MB + I/O buffers {:.2} MB)",
+                        fixed as f64 / 1e6,
+                        quantizer.resident_bytes() as f64 / 1e6,
+                        buffers as f64 / 1e6
+                    ),
+                    format!("{:.2} MB", budget as f64 / 1e6),
+                ))
+            }
+            Some(budget) => {
+                ((budget as usize - fixed) / bytes_per_node(layout.record_bytes)).min(manifest.n)
+            }
+        };
+        let cache = load_bfs(&layout, &mut *header_reader, header.medoid, cache_nodes)?;
+        let io_name = header_reader.name().to_string();
+        drop(header_reader);
+        let mut memory = MemoryReport::default();
+        memory.add("codes", quantizer.resident_bytes());
+        memory.add("cache", cache.len() * bytes_per_node(layout.record_bytes));
+        memory.add("buffers", buffers);
+        Ok(Index {
+            dir,
+            entry: Medoid(header.medoid),
+            manifest,
+            pages_path,
+            layout,
+            quantizer,
+            cache,
+            memory,
+            io: opts.io,
+            io_name: Mutex::new(io_name),
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.manifest.dim
+    }
+
+    pub fn len(&self) -> usize {
+        self.manifest.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.manifest.n == 0
+    }
+
+    pub fn metric(&self) -> Metric {
+        self.manifest.metric
+    }
+
+    /// RAM held, by part (the budget is enforced on this sum).
+    pub fn memory(&self) -> &MemoryReport {
+        &self.memory
+    }
+
+    pub fn cached_nodes(&self) -> usize {
+        self.cache.len()
+    }
+
+    pub fn io_backend(&self) -> String {
+        self.io_name.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn context(&self) -> SearchContext<'_> {
+        SearchContext {
+            layout: &self.layout,
+            quantizer: &self.quantizer,
+            cache: &self.cache,
+            entry: &self.entry as &dyn EntryPoints,
+            metric: self.manifest.metric,
+            dtype: self.manifest.dtype,
+            pages_path: &self.pages_path,
+        }
+    }
+
+    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<usize> {
+        let dim = self.dim();
+        if params.k == 0 {
+            return Err(Error::argument("k", "at least 1", 0));
+        }
+        if params.k > self.len() {
+            return Err(Error::argument(
+                "k",
+                format!("at most the number of indexed vectors ({})", self.len()),
+                params.k,
+            ));
+        }
+        if params.complexity < params.k {
+            return Err(Error::argument(
+                "complexity (L)",
+                format!("at least k = {}", params.k),
+                params.complexity,
+            ));
+        }
+        if params.beam_width == 0 || params.beam_width > 64 {
+            return Err(Error::argument("beam width", "1..=64", params.beam_width));
+        }
+        if queries.is_empty() || queries.len() % dim != 0 {
+            return Err(Error::argument(
+                "queries",
+                format!("a non-empty multiple of the index dimension {dim}"),
+                format!("{} values", queries.len()),
+            ));
+        }
+        if let Some(i) = queries.iter().position(|x| !x.is_finite()) {
+            return Err(Error::argument(
+                format!("query {}, component {}", i / dim, i % dim),
+                "a finite number",
+                queries[i],
+            ));
+        }
+        let range = match self.manifest.dtype {
+            DType::F32 => None,
+            DType::U8 => Some((0.0, 255.0)),
+            DType::I8 => Some((-128.0, 127.0)),
+        };
+        if let Some((lo, hi)) = range {
+            if let Some(i) = queries
+                .iter()
+                .position(|&x| x.fract() != 0.0 || x < lo || x > hi)
+            {
+                return Err(Error::argument(
+                    format!("query {}, component {}", i / dim, i % dim),
+                    format!(
+                        "an integer in {lo}..={hi} ({} index)",
+                        self.manifest.dtype.as_str()
+                    ),
+                    queries[i],
+                ));
+            }
+        }
+        Ok(queries.len() / dim)
+    }
+
+    /// Searches every query (row-major, `dim` wide). Queries run on
+    /// `params.threads` workers, each keeping `params.in_flight` queries in
+    /// flight; a query whose read fails gets an error, the rest go on.
+    pub fn search_batch(&self, queries: &[f32], params: &SearchParams) -> Result<BatchResult> {
+        let nq = self.check_queries(queries, params)?;
+        let dim = self.dim();
+        let k = params.k;
+        let threads = params.threads.max(1).min(nq);
+        let in_flight = params.in_flight.max(1);
+        let ctx = self.context();
+        let next = AtomicUsize::new(0);
+        let mut out = BatchResult {
+            k,
+            ids: vec![u32::MAX; nq * k],
+            dists: vec![f32::INFINITY; nq * k],
+            stats: vec![QueryStats::default(); nq],
+            errors: vec![None; nq],
+            ..Default::default()
+        };
+        let shared = Mutex::new(&mut out);
+        let io_before = proc_self_io();
+        let t0 = Instant::now();
+        let worker_results: Vec<Result<(f64, String)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Result<(f64, String)> {
+                        let mut reader = open_reader(
+                            &self.pages_path,
+                            &ReaderOptions {
+                                backend: self.io,
+                                slots: (in_flight * params.beam_width).clamp(1, 4096),
+                                slot_bytes: self.layout.max_span_bytes(),
+                                ..Default::default()
+                            },
+                        )?;
+                        let name = reader.name().to_string();
+                        let mut local = Vec::with_capacity(64);
+                        let flush = |local: &mut Vec<(
+                            usize,
+                            Vec<(f32, u32)>,
+                            QueryStats,
+                            Option<String>,
+                        )>| {
+                            let mut o = shared.lock().expect("results lock");
+                            for (qi, res, st, err) in local.drain(..) {
+                                for (j, (d, id)) in res.into_iter().enumerate() {
+                                    o.ids[qi * k + j] = id;
+                                    o.dists[qi * k + j] = reported_distance(ctx.metric, d);
+                                }
+                                o.stats[qi] = st;
+                                o.errors[qi] = err;
+                            }
+                        };
+                        let ws = run_worker(
+                            &ctx,
+                            &mut *reader,
+                            in_flight,
+                            || {
+                                let qi = next.fetch_add(1, Ordering::Relaxed);
+                                if qi >= nq {
+                                    return None;
+                                }
+                                let q = &queries[qi * dim..(qi + 1) * dim];
+                                let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+                                Some((
+                                    qi,
+                                    BeamSearch::new(&ctx, pq, params.complexity, params.beam_width),
+                                ))
+                            },
+                            |mut done| {
+                                let res = if done.error.is_some() {
+                                    vec![]
+                                } else {
+                                    done.state.results(k).to_vec()
+                                };
+                                let st = *crate::search::QueryState::stats(&mut done.state);
+                                local.push((
+                                    done.index,
+                                    res,
+                                    st,
+                                    done.error.map(|e| e.to_string()),
+                                ));
+                                if local.len() >= 64 {
+                                    flush(&mut local);
+                                }
+                            },
+                        )?;
+                        flush(&mut local);
+                        Ok((ws.io_wait_s, name))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("search worker panicked"))
+                .collect()
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        let mut io_wait = 0.0;
+        let mut name = String::new();
+        for r in worker_results {
+            let (w, n) = r?;
+            io_wait += w;
+            name = n;
+        }
+        if let Ok(mut g) = self.io_name.lock() {
+            *g = name.clone();
+        }
+        let io_after = proc_self_io();
+        out.wall_s = wall;
+        out.io_wait_s = io_wait;
+        out.io_backend = name;
+        out.proc_read_bytes = match (io_before, io_after) {
+            (Some(a), Some(b)) => Some(b.read_bytes.saturating_sub(a.read_bytes)),
+            _ => None,
+        };
+        Ok(out)
+    }
+}
+
+fn read_header(reader: &mut dyn BlockReader, path: &Path, page_size: usize) -> Result<PagesHeader> {
+    reader.push(stratavec_io::ReadRequest {
+        offset: 0,
+        len: page_size as u32,
+        slot: 0,
+        tag: 0,
+    })?;
+    reader.submit()?;
+    let mut done = Vec::new();
+    reader.reap(1, &mut done)?;
+    let c = done.pop().expect("one completion");
+    let n = c.result?;
+    if (n as usize) < page_size {
+        return Err(Error::index(
+            path,
+            "size",
+            format!("at least one {page_size}-byte page"),
+            format!("{n} bytes"),
+        ));
+    }
+    PagesHeader::decode(&reader.slot(0)[..page_size])
+        .map_err(|e| Error::index(path, "header", "a stratavec pages header", e))
+}
+
+/// Sizes of the files an index directory holds (for reports).
+pub fn index_bytes(dir: &Path) -> Result<u64> {
+    let m = Manifest::read(dir)?;
+    let _ = std::fs::metadata(dir).at("stat", dir)?;
+    Ok(m.files.values().map(|f| f.bytes).sum())
+}

@@ -1,0 +1,40 @@
+//! How node records are laid on disk (the second of the five questions in
+//! ARCHITECTURE.md). Search code asks a [`Layout`] which span of the file
+//! holds a node and for the node's record inside the bytes read; it never
+//! computes an offset itself.
+
+pub mod coupled;
+pub mod header;
+pub mod record;
+
+pub use coupled::CoupledLayout;
+pub use header::PagesHeader;
+pub use record::NodeView;
+
+/// A contiguous, page-aligned byte range of the pages file: one read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub offset: u64,
+    pub len: u32,
+}
+
+pub trait Layout: Send + Sync {
+    /// Short name for reports ("coupled").
+    fn name(&self) -> &'static str;
+    /// Page size in bytes (4096, 8192 or 16384).
+    fn page_size(&self) -> usize;
+    /// The largest span any one node needs (buffer slots are this big).
+    fn max_span_bytes(&self) -> usize;
+    /// The read that fetches node `id`'s record.
+    fn span_of(&self, id: u32) -> Span;
+    /// Bytes of one stored record.
+    fn record_bytes(&self) -> usize;
+    /// Node `id`'s raw record inside `bytes`, the result of reading `span_of(id)`.
+    fn record_slice<'a>(&self, id: u32, bytes: &'a [u8]) -> &'a [u8];
+    /// Parses a raw record (from a read or from the node cache).
+    fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a>;
+    /// Node `id`'s parsed record inside `bytes`.
+    fn record<'a>(&self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
+        self.parse(self.record_slice(id, bytes))
+    }
+}

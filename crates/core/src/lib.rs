@@ -1,0 +1,21 @@
+//! stratavec: disk-resident approximate nearest neighbor search whose
+//! techniques compose. See ARCHITECTURE.md for the map: one module per
+//! question (what is in RAM, disk layout, distance estimation, entry points,
+//! read order).
+pub mod data;
+pub mod entry;
+pub mod error;
+pub mod graph;
+pub mod index;
+pub mod layout;
+pub mod memory;
+pub mod progress;
+pub mod quant;
+pub mod search;
+pub mod util;
+
+pub use error::{Error, Result};
+pub use index::{
+    build_from_file, build_index, BatchResult, BuildParams, BuildReport, Index, OpenOptions,
+};
+pub use search::SearchParams;

@@ -1,0 +1,26 @@
+//! Distance estimation from compact codes held in RAM (the third of the five
+//! questions in ARCHITECTURE.md). A [`Quantizer`] owns the codes of every
+//! vector; per query it prepares a table once and then estimates the distance
+//! of any id from it. Search code sees only this trait, never PQ centroids.
+
+pub mod kmeans;
+pub mod pq;
+pub mod pq_file;
+
+pub use pq::{PqCodebook, PqQuantizer};
+
+/// Estimated distances from in-RAM codes. Smaller is closer, in the same
+/// orientation as the index's exact distance (squared L2, or negated inner
+/// product).
+pub trait Quantizer: Send + Sync {
+    /// Short name for reports ("pq48").
+    fn name(&self) -> String;
+    /// Code bytes per vector.
+    fn bytes_per_vector(&self) -> usize;
+    /// Bytes held in RAM (codes + codebooks).
+    fn resident_bytes(&self) -> usize;
+    /// Per-query preparation (e.g. PQ lookup tables) into `table`.
+    fn prepare(&self, query: &[f32], table: &mut Vec<f32>);
+    /// Estimated distance of vector `id` to the prepared query.
+    fn estimate(&self, table: &[f32], id: u32) -> f32;
+}

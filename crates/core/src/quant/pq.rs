@@ -1,0 +1,278 @@
+//! Product quantization (Jégou et al. 2011) as DiskANN uses it: vectors are
+//! centred on the data mean, split into M contiguous sub-spaces (sizes differ
+//! by at most one when M does not divide the dimension), each quantized to one
+//! of 256 centroids, so a code is M bytes. Distances are estimated
+//! asymmetrically (ADC): per query a table of M x 256 partial distances, then
+//! one table look-up per sub-space per vector.
+
+use super::kmeans;
+use super::Quantizer;
+use crate::data::Metric;
+use crate::util::rng::Rng;
+use rayon::prelude::*;
+
+pub const KSUB: usize = 256;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PqCodebook {
+    pub dim: usize,
+    pub m: usize,
+    /// Sub-space j covers components `offsets[j]..offsets[j+1]`.
+    pub offsets: Vec<usize>,
+    /// Data mean subtracted before quantizing.
+    pub center: Vec<f32>,
+    /// For each sub-space j, `KSUB x dsub_j` centroids (row-major), concatenated.
+    pub centroids: Vec<f32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PqTrainParams {
+    pub m: usize,
+    pub sample: usize,
+    pub iters: usize,
+    pub seed: u64,
+}
+
+fn split_offsets(dim: usize, m: usize) -> Vec<usize> {
+    let (base, extra) = (dim / m, dim % m);
+    let mut offsets = vec![0];
+    for j in 0..m {
+        let len = base + usize::from(j < extra);
+        offsets.push(offsets[j] + len);
+    }
+    offsets
+}
+
+impl PqCodebook {
+    /// Trains on a seeded sample of `data` (row-major, `dim` wide). Needs
+    /// `1 <= m <= dim`.
+    pub fn train(data: &[f32], dim: usize, p: &PqTrainParams) -> Self {
+        assert!(p.m >= 1 && p.m <= dim, "PQ needs 1 <= m <= dim");
+        let n = data.len() / dim;
+        let rng = Rng::new(p.seed);
+        let mut sample_ids = rng.fork(0).sample(n, p.sample.min(n));
+        sample_ids.sort_unstable();
+        let center = crate::graph::medoid::centroid(data, dim);
+        let offsets = split_offsets(dim, p.m);
+        let per_sub: Vec<Vec<f32>> = (0..p.m)
+            .into_par_iter()
+            .map(|j| {
+                let (a, b) = (offsets[j], offsets[j + 1]);
+                let mut pts = Vec::with_capacity(sample_ids.len() * (b - a));
+                for &i in &sample_ids {
+                    let row = &data[i * dim..(i + 1) * dim];
+                    pts.extend(row[a..b].iter().zip(&center[a..b]).map(|(x, c)| x - c));
+                }
+                kmeans::train(&pts, b - a, KSUB, p.iters, &mut rng.fork(1 + j as u64))
+            })
+            .collect();
+        PqCodebook {
+            dim,
+            m: p.m,
+            offsets,
+            center,
+            centroids: per_sub.concat(),
+        }
+    }
+
+    fn sub_centroids(&self, j: usize) -> &[f32] {
+        let (a, b) = (self.offsets[j], self.offsets[j + 1]);
+        &self.centroids[a * KSUB..b * KSUB]
+    }
+
+    /// Codes of all rows, `n x m` bytes, computed in parallel.
+    pub fn encode_all(&self, data: &[f32]) -> Vec<u8> {
+        let transposed: Vec<Vec<f32>> = (0..self.m)
+            .map(|j| {
+                let d = self.offsets[j + 1] - self.offsets[j];
+                kmeans::transpose(self.sub_centroids(j), KSUB, d)
+            })
+            .collect();
+        let mut codes = vec![0u8; data.len() / self.dim * self.m];
+        codes
+            .par_chunks_mut(self.m * 256)
+            .zip(data.par_chunks(self.dim * 256))
+            .for_each(|(out, rows)| {
+                let mut scratch = vec![0f32; KSUB];
+                let mut resid = vec![0f32; self.dim];
+                for (code, row) in out
+                    .chunks_exact_mut(self.m)
+                    .zip(rows.chunks_exact(self.dim))
+                {
+                    for ((r, x), c) in resid.iter_mut().zip(row).zip(&self.center) {
+                        *r = x - c;
+                    }
+                    for (j, slot) in code.iter_mut().enumerate() {
+                        let (a, b) = (self.offsets[j], self.offsets[j + 1]);
+                        *slot =
+                            kmeans::nearest(&resid[a..b], &transposed[j], KSUB, &mut scratch) as u8;
+                    }
+                }
+            });
+        codes
+    }
+
+    /// Reconstruction of one code (for tests and error measurement).
+    pub fn decode(&self, code: &[u8]) -> Vec<f32> {
+        let mut out = self.center.clone();
+        for (j, &c) in code.iter().enumerate() {
+            let (a, b) = (self.offsets[j], self.offsets[j + 1]);
+            let cent = &self.sub_centroids(j)[c as usize * (b - a)..(c as usize + 1) * (b - a)];
+            for (o, &x) in out[a..b].iter_mut().zip(cent) {
+                *o += x;
+            }
+        }
+        out
+    }
+
+    /// ADC table: `table[j*256 + c]` is sub-space j's share of the distance
+    /// from `query` to centroid c, so that `sum_j table[j*256 + code[j]]`
+    /// estimates the squared L2 (or the negated inner product) to the vector.
+    pub fn table(&self, query: &[f32], metric: Metric, table: &mut Vec<f32>) {
+        table.clear();
+        table.resize(self.m * KSUB, 0.0);
+        let ip = metric == Metric::InnerProduct;
+        for j in 0..self.m {
+            let (a, b) = (self.offsets[j], self.offsets[j + 1]);
+            let d = b - a;
+            let cents = self.sub_centroids(j);
+            let row = &mut table[j * KSUB..(j + 1) * KSUB];
+            for (c, slot) in row.iter_mut().enumerate() {
+                let cent = &cents[c * d..(c + 1) * d];
+                *slot = if ip {
+                    -stratavec_simd::dot_f32(&query[a..b], cent)
+                } else {
+                    cent.iter()
+                        .zip(&query[a..b])
+                        .zip(&self.center[a..b])
+                        .map(|((&y, &q), &mu)| (q - mu - y) * (q - mu - y))
+                        .sum()
+                };
+            }
+        }
+        if ip {
+            // x ~ center + decode: the centre's share is the same for every id.
+            let bias = -stratavec_simd::dot_f32(query, &self.center);
+            table[..KSUB].iter_mut().for_each(|t| *t += bias);
+        }
+    }
+
+    /// Bytes of the codebook itself.
+    pub fn bytes(&self) -> usize {
+        (self.centroids.len() + self.center.len()) * 4 + self.offsets.len() * 8
+    }
+}
+
+/// A codebook together with the codes of every vector: what the `diskann`
+/// profile keeps in RAM to rank neighbours before reading them.
+pub struct PqQuantizer {
+    pub codebook: PqCodebook,
+    pub codes: Vec<u8>,
+    pub metric: Metric,
+}
+
+impl Quantizer for PqQuantizer {
+    fn name(&self) -> String {
+        format!("pq{}", self.codebook.m)
+    }
+
+    fn bytes_per_vector(&self) -> usize {
+        self.codebook.m
+    }
+
+    fn resident_bytes(&self) -> usize {
+        self.codes.len() + self.codebook.bytes()
+    }
+
+    fn prepare(&self, query: &[f32], table: &mut Vec<f32>) {
+        self.codebook.table(query, self.metric, table);
+    }
+
+    #[inline]
+    fn estimate(&self, table: &[f32], id: u32) -> f32 {
+        let m = self.codebook.m;
+        let s = id as usize * m;
+        stratavec_simd::pq_adc(table, &self.codes[s..s + m])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::rng::Rng;
+    use proptest::prelude::*;
+
+    fn data(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut rng = Rng::new(seed);
+        (0..n * dim).map(|_| rng.normal() + 0.5).collect()
+    }
+
+    fn params(m: usize) -> PqTrainParams {
+        PqTrainParams {
+            m,
+            sample: 5000,
+            iters: 8,
+            seed: 9,
+        }
+    }
+
+    #[test]
+    fn uneven_split_covers_every_component() {
+        let o = split_offsets(10, 4);
+        assert_eq!(o, vec![0, 3, 6, 8, 10]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// ADC equals the exact distance to the decoded vector, for both metrics.
+        #[test]
+        fn adc_matches_distance_to_reconstruction(dim in 3usize..24, m in 1usize..6, seed in 0u64..100) {
+            let m = m.min(dim);
+            let x = data(600, dim, seed);
+            let cb = PqCodebook::train(&x, dim, &PqTrainParams { m, sample: 600, iters: 4, seed });
+            let codes = cb.encode_all(&x);
+            let q: Vec<f32> = data(1, dim, seed + 1000);
+            for metric in [Metric::L2, Metric::InnerProduct] {
+                let mut t = vec![];
+                cb.table(&q, metric, &mut t);
+                for i in (0..600).step_by(37) {
+                    let code = &codes[i * m..(i + 1) * m];
+                    let rec = cb.decode(code);
+                    let exact = match metric {
+                        Metric::InnerProduct => -stratavec_simd::scalar::dot_f32(&q, &rec),
+                        _ => stratavec_simd::scalar::l2_sq_f32(&q, &rec),
+                    };
+                    let adc = stratavec_simd::scalar::pq_adc(&t, code);
+                    prop_assert!((adc - exact).abs() <= 1e-3 * (1.0 + exact.abs()), "{metric:?} {adc} {exact}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn encoding_picks_the_nearest_centroid_and_reduces_error_with_m() {
+        let dim = 16;
+        let x = data(3000, dim, 1);
+        let err = |m| {
+            let cb = PqCodebook::train(&x, dim, &params(m));
+            let codes = cb.encode_all(&x);
+            (0..3000)
+                .map(|i| {
+                    let rec = cb.decode(&codes[i * m..(i + 1) * m]);
+                    stratavec_simd::scalar::l2_sq_f32(&rec, &x[i * dim..(i + 1) * dim]) as f64
+                })
+                .sum::<f64>()
+        };
+        let (e2, e8) = (err(2), err(8));
+        assert!(e8 < e2 * 0.7, "m=8 error {e8} vs m=2 {e2}");
+    }
+
+    #[test]
+    fn training_is_deterministic() {
+        let x = data(2000, 12, 4);
+        assert_eq!(
+            PqCodebook::train(&x, 12, &params(4)),
+            PqCodebook::train(&x, 12, &params(4))
+        );
+    }
+}

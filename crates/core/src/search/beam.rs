@@ -1,0 +1,138 @@
+//! DiskANN's beam search (Subramanya et al. 2019 §3.3; restated as
+//! Algorithm 1 of Gorgeous §2): neighbours are ranked by estimated (PQ)
+//! distance in a list of size L; each hop takes the W closest unexpanded
+//! candidates, serves the cached ones from RAM and reads the rest in one batch
+//! of W reads, and waits for the whole batch before the next hop. Every read
+//! node's full vector gives an exact distance; the final top-k is ranked by
+//! those exact distances.
+
+use super::context::SearchContext;
+use super::query::PreparedQuery;
+use super::{QueryState, QueryStats};
+use crate::util::candidates::CandidateList;
+use crate::util::visited::VisitedSet;
+
+pub struct BeamSearch {
+    query: PreparedQuery,
+    table: Vec<f32>,
+    list: CandidateList,
+    visited: VisitedSet,
+    /// Exact distance and id of every expanded node.
+    exact: Vec<(f32, u32)>,
+    beam_width: usize,
+    pending: usize,
+    done: bool,
+    stats: QueryStats,
+    beam: Vec<u32>,
+}
+
+impl BeamSearch {
+    pub fn new(
+        ctx: &SearchContext,
+        query: PreparedQuery,
+        complexity: usize,
+        beam_width: usize,
+    ) -> Self {
+        let mut s = BeamSearch {
+            query,
+            table: Vec::new(),
+            list: CandidateList::new(complexity),
+            visited: VisitedSet::with_capacity(complexity * 8),
+            exact: Vec::with_capacity(complexity * 2),
+            beam_width: beam_width.max(1),
+            pending: 0,
+            done: false,
+            stats: QueryStats::default(),
+            beam: Vec::with_capacity(beam_width),
+        };
+        ctx.quantizer.prepare(&s.query.f32, &mut s.table);
+        let mut starts = Vec::new();
+        ctx.entry.starts(&s.query.f32, &mut starts);
+        for id in starts {
+            if s.visited.insert(id) {
+                let d = ctx.quantizer.estimate(&s.table, id);
+                s.stats.estimated += 1;
+                s.list.insert(id, d);
+            }
+        }
+        s
+    }
+
+    fn expand(&mut self, ctx: &SearchContext, record: &[u8]) -> (f32, usize) {
+        let node = ctx.layout.parse(record);
+        let d = self.query.distance(node.vector);
+        self.stats.exact += 1;
+        self.stats.hops += 1;
+        let mut added = 0;
+        for nb in node.neighbors() {
+            if self.visited.insert(nb) {
+                let est = ctx.quantizer.estimate(&self.table, nb);
+                self.list.insert(nb, est);
+                added += 1;
+            }
+        }
+        self.stats.estimated += added as u64;
+        (d, added)
+    }
+
+    /// The k nearest expanded nodes by exact distance (ties by id).
+    pub fn results(&mut self, k: usize) -> &[(f32, u32)] {
+        self.exact
+            .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        &self.exact[..k.min(self.exact.len())]
+    }
+}
+
+impl QueryState for BeamSearch {
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<u32>) {
+        if self.pending > 0 || self.done {
+            return;
+        }
+        loop {
+            // Choose the whole beam first, as DiskANN does, then serve the
+            // cached part; the cached expansions may add better candidates,
+            // which the next hop will see.
+            self.beam.clear();
+            while self.beam.len() < self.beam_width {
+                match self.list.pop_closest_unexpanded() {
+                    Some(c) => self.beam.push(c.id),
+                    None => break,
+                }
+            }
+            if self.beam.is_empty() {
+                self.done = true;
+                return;
+            }
+            let beam = std::mem::take(&mut self.beam);
+            for &id in &beam {
+                match ctx.cache.get(id) {
+                    Some(record) => {
+                        let (d, _) = self.expand(ctx, record);
+                        self.exact.push((d, id));
+                        self.stats.cache_hits += 1;
+                    }
+                    None => reads.push(id),
+                }
+            }
+            self.pending = reads.len();
+            self.beam = beam;
+            if self.pending > 0 {
+                return;
+            }
+        }
+    }
+
+    fn on_record(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+        let (d, _) = self.expand(ctx, record);
+        self.exact.push((d, id));
+        self.pending -= 1;
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn stats(&mut self) -> &mut QueryStats {
+        &mut self.stats
+    }
+}

@@ -1,0 +1,19 @@
+//! Everything a query's state machine may consult: the parts of one open
+//! index, each behind its trait.
+
+use crate::data::{DType, Metric};
+use crate::entry::EntryPoints;
+use crate::layout::Layout;
+use crate::memory::NodeCache;
+use crate::quant::Quantizer;
+
+pub struct SearchContext<'a> {
+    pub layout: &'a dyn Layout,
+    pub quantizer: &'a dyn Quantizer,
+    pub cache: &'a NodeCache,
+    pub entry: &'a dyn EntryPoints,
+    pub metric: Metric,
+    pub dtype: DType,
+    /// For error messages.
+    pub pages_path: &'a std::path::Path,
+}

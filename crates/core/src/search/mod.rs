@@ -1,0 +1,53 @@
+//! Search: strategies written as state machines, run many at a time per
+//! worker thread by the scheduler (ARCHITECTURE.md, "The execution model").
+pub mod beam;
+pub mod context;
+pub mod query;
+pub mod scheduler;
+pub mod stats;
+
+pub use beam::BeamSearch;
+pub use context::SearchContext;
+pub use scheduler::{run_worker, QueryOutcome};
+pub use stats::QueryStats;
+
+use serde::{Deserialize, Serialize};
+
+/// Parameters of one search call.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SearchParams {
+    /// Neighbours to return.
+    pub k: usize,
+    /// Search list size L (`complexity`); at least k.
+    pub complexity: usize,
+    /// Reads issued per hop (DiskANN's beam width W).
+    pub beam_width: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// Queries each worker keeps in flight over its ring.
+    pub in_flight: usize,
+}
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        SearchParams {
+            k: 10,
+            complexity: 64,
+            beam_width: 4,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            in_flight: 16,
+        }
+    }
+}
+
+/// One query's state machine. The scheduler calls `step` when the query is
+/// new or has received data; `step` returns the nodes whose records it wants
+/// read (processing anything it can without I/O itself), and `on_record` is
+/// called once per record read.
+pub trait QueryState {
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<u32>);
+    fn on_record(&mut self, ctx: &SearchContext, id: u32, record: &[u8]);
+    /// True when no more reads will be asked for and the result is final.
+    fn is_done(&self) -> bool;
+    fn stats(&mut self) -> &mut QueryStats;
+}

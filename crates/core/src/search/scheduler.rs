@@ -1,0 +1,177 @@
+//! One worker thread's event loop: keeps up to `in_flight` queries active over
+//! one block reader, submits every read they ask for in one batch, and feeds
+//! each completion to its query. Two cores can then keep the device at queue
+//! depth 30-60 instead of the 2-8 of one-query-per-thread engines, which is
+//! where the device's throughput is (REFERENCE.md: 13k reads/s at depth 1,
+//! 110k/s at 64).
+
+use super::context::SearchContext;
+use super::QueryState;
+use std::collections::VecDeque;
+use std::time::Instant;
+use stratavec_io::{BlockReader, IoError, ReadRequest};
+
+/// A finished query, handed back with its final state.
+pub struct QueryOutcome<S> {
+    /// The caller's index of the query.
+    pub index: usize,
+    pub state: S,
+    /// Set when a read failed: the query's result is incomplete and must be
+    /// reported as an error (the other queries are unaffected).
+    pub error: Option<IoError>,
+}
+
+/// What the worker measured about itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WorkerStats {
+    /// Seconds blocked waiting for completions.
+    pub io_wait_s: f64,
+    /// Submission batches.
+    pub submits: u64,
+}
+
+struct Active<S> {
+    index: usize,
+    state: S,
+    start: Instant,
+    outstanding: usize,
+    dirty: bool,
+    error: Option<IoError>,
+}
+
+/// Runs queries from `next` until it returns `None` and all are finished,
+/// calling `done` for each. Fails only if the reader itself breaks.
+pub fn run_worker<S, N, D>(
+    ctx: &SearchContext,
+    reader: &mut dyn BlockReader,
+    in_flight: usize,
+    mut next: N,
+    mut done: D,
+) -> Result<WorkerStats, IoError>
+where
+    S: QueryState,
+    N: FnMut() -> Option<(usize, S)>,
+    D: FnMut(QueryOutcome<S>),
+{
+    let in_flight = in_flight.max(1);
+    let mut active: Vec<Option<Active<S>>> = (0..in_flight).map(|_| None).collect();
+    let mut free_slots: Vec<u32> = (0..reader.slots() as u32).rev().collect();
+    let mut queue: VecDeque<(usize, u32)> = VecDeque::new();
+    let mut exhausted = false;
+    let mut reads = Vec::new();
+    let mut completions = Vec::new();
+    let mut stats = WorkerStats::default();
+    loop {
+        // 1. Admit new queries, advance the ones with new data, retire the
+        //    finished ones (their place is refilled on the next pass).
+        let mut retired = false;
+        for (a, entry) in active.iter_mut().enumerate() {
+            if entry.is_none() && !exhausted {
+                match next() {
+                    Some((index, state)) => {
+                        *entry = Some(Active {
+                            index,
+                            state,
+                            start: Instant::now(),
+                            outstanding: 0,
+                            dirty: true,
+                            error: None,
+                        })
+                    }
+                    None => exhausted = true,
+                }
+            }
+            let Some(q) = entry else { continue };
+            if q.dirty && q.error.is_none() {
+                q.dirty = false;
+                reads.clear();
+                q.state.step(ctx, &mut reads);
+                for &id in &reads {
+                    let span = ctx.layout.span_of(id);
+                    let st = q.state.stats();
+                    st.reads += 1;
+                    st.bytes += span.len as u64;
+                    queue.push_back((a, id));
+                }
+                q.outstanding += reads.len();
+            }
+            let finished = q.error.is_some() || q.state.is_done() || !q.dirty;
+            if q.outstanding == 0 && finished {
+                let mut q = entry.take().expect("active");
+                q.state.stats().latency_us = q.start.elapsed().as_secs_f64() * 1e6;
+                done(QueryOutcome {
+                    index: q.index,
+                    state: q.state,
+                    error: q.error,
+                });
+                retired = true;
+            }
+        }
+
+        // 2. Give queued reads to free buffer slots, submit them as one batch.
+        while !queue.is_empty() {
+            let Some(slot) = free_slots.pop() else { break };
+            let (a, id) = queue.pop_front().expect("non-empty");
+            let span = ctx.layout.span_of(id);
+            let req = ReadRequest {
+                offset: span.offset,
+                len: span.len,
+                slot,
+                tag: ((a as u64) << 32) | id as u64,
+            };
+            if let Err(e) = reader.push(req) {
+                free_slots.push(slot);
+                let q = active[a].as_mut().expect("active");
+                q.outstanding -= 1;
+                q.error.get_or_insert(e);
+            }
+        }
+        if reader.in_flight() > 0 {
+            reader.submit()?;
+            stats.submits += 1;
+        } else if retired || !queue.is_empty() {
+            continue;
+        } else if exhausted && active.iter().all(Option::is_none) {
+            return Ok(stats);
+        } else {
+            continue;
+        }
+
+        // 3. Wait for at least one completion and deliver all that are ready.
+        completions.clear();
+        let t = Instant::now();
+        reader.reap(1, &mut completions)?;
+        stats.io_wait_s += t.elapsed().as_secs_f64();
+        for c in completions.drain(..) {
+            let a = (c.tag >> 32) as usize;
+            let id = c.tag as u32;
+            let q = active[a].as_mut().expect("completion for an active query");
+            q.outstanding -= 1;
+            match c.result {
+                Ok(n) if n as usize >= ctx.layout.span_of(id).len as usize => {
+                    let bytes = reader.slot(c.slot);
+                    let record = ctx.layout.record_slice(id, bytes);
+                    q.state.on_record(ctx, id, record);
+                    q.dirty = true;
+                }
+                Ok(n) => {
+                    let span = ctx.layout.span_of(id);
+                    q.error.get_or_insert(IoError::Io {
+                        op: "read",
+                        path: ctx.pages_path.to_path_buf(),
+                        offset: span.offset,
+                        len: span.len as u64,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("short read: expected {} bytes, found {n}", span.len),
+                        ),
+                    });
+                }
+                Err(e) => {
+                    q.error.get_or_insert(e);
+                }
+            }
+            free_slots.push(c.slot);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Per-query counters, summed over a batch for reports.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct QueryStats {
+    /// Reads issued to the device.
+    pub reads: u64,
+    /// Bytes read from the device.
+    pub bytes: u64,
+    /// Nodes expanded (reads + cache hits).
+    pub hops: u64,
+    /// Expansions served from the node cache.
+    pub cache_hits: u64,
+    /// Exact distance computations (full vectors).
+    pub exact: u64,
+    /// Estimated distance computations (codes).
+    pub estimated: u64,
+    /// Wall time from admission to completion, microseconds.
+    pub latency_us: f64,
+}
+
+impl std::ops::AddAssign for QueryStats {
+    fn add_assign(&mut self, o: Self) {
+        self.reads += o.reads;
+        self.bytes += o.bytes;
+        self.hops += o.hops;
+        self.cache_hits += o.cache_hits;
+        self.exact += o.exact;
+        self.estimated += o.estimated;
+        self.latency_us += o.latency_us;
+    }
+}

@@ -1,0 +1,145 @@
+//! The bounded, sorted candidate list of a best-first graph search
+//! ("retset" in DiskANN, Algorithm 1 of the Vamana paper): at most `capacity`
+//! entries ordered by distance (ties by id, so results are deterministic),
+//! each marked once it has been expanded.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Candidate {
+    pub dist: f32,
+    pub id: u32,
+    pub expanded: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CandidateList {
+    items: Vec<Candidate>,
+    capacity: usize,
+    /// Every entry before this index is expanded (a lower bound: the search
+    /// resumes scanning here).
+    cursor: usize,
+}
+
+#[inline]
+fn before(a_dist: f32, a_id: u32, b: &Candidate) -> bool {
+    a_dist < b.dist || (a_dist == b.dist && a_id < b.id)
+}
+
+impl CandidateList {
+    pub fn new(capacity: usize) -> Self {
+        CandidateList {
+            items: Vec::with_capacity(capacity + 1),
+            capacity,
+            cursor: 0,
+        }
+    }
+
+    pub fn reset(&mut self, capacity: usize) {
+        self.items.clear();
+        self.capacity = capacity;
+        self.cursor = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn as_slice(&self) -> &[Candidate] {
+        &self.items
+    }
+
+    /// Inserts unless the list is full and `dist` is no better than the last
+    /// entry. Returns the position inserted at, if any. The caller guarantees
+    /// `id` is not already present (it keeps a visited set).
+    #[inline]
+    pub fn insert(&mut self, id: u32, dist: f32) -> Option<usize> {
+        if self.items.len() == self.capacity {
+            match self.items.last() {
+                Some(last) if before(dist, id, last) => {}
+                _ => return None,
+            }
+        }
+        let pos = self.items.partition_point(|c| !before(dist, id, c));
+        self.items.insert(
+            pos,
+            Candidate {
+                dist,
+                id,
+                expanded: false,
+            },
+        );
+        self.items.truncate(self.capacity);
+        if pos < self.cursor {
+            self.cursor = pos;
+        }
+        Some(pos)
+    }
+
+    /// The closest entry not yet expanded, marked expanded; `None` when every
+    /// entry is expanded (the search has converged).
+    #[inline]
+    pub fn pop_closest_unexpanded(&mut self) -> Option<Candidate> {
+        while self.cursor < self.items.len() {
+            let c = &mut self.items[self.cursor];
+            self.cursor += 1;
+            if !c.expanded {
+                c.expanded = true;
+                return Some(*c);
+            }
+        }
+        None
+    }
+
+    /// Whether any entry is still unexpanded.
+    pub fn has_unexpanded(&self) -> bool {
+        self.items[self.cursor.min(self.items.len())..]
+            .iter()
+            .any(|c| !c.expanded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Against a reference: keep everything, sort, truncate.
+        #[test]
+        fn keeps_the_best_sorted(entries in proptest::collection::vec((0u32..1000, 0u32..50), 1..300),
+                                 cap in 1usize..40) {
+            let mut list = CandidateList::new(cap);
+            let mut seen = std::collections::HashSet::new();
+            let mut reference = vec![];
+            for (id, d) in entries {
+                if !seen.insert(id) { continue; }
+                list.insert(id, d as f32);
+                reference.push((d, id));
+            }
+            reference.sort();
+            reference.truncate(cap);
+            let got: Vec<(u32, u32)> = list.as_slice().iter().map(|c| (c.dist as u32, c.id)).collect();
+            prop_assert_eq!(got, reference);
+        }
+    }
+
+    #[test]
+    fn pop_order_and_rewind() {
+        let mut l = CandidateList::new(4);
+        l.insert(1, 5.0);
+        l.insert(2, 3.0);
+        assert_eq!(l.pop_closest_unexpanded().unwrap().id, 2);
+        l.insert(3, 1.0); // better than the expanded one: cursor rewinds
+        assert_eq!(l.pop_closest_unexpanded().unwrap().id, 3);
+        assert_eq!(l.pop_closest_unexpanded().unwrap().id, 1);
+        assert!(l.pop_closest_unexpanded().is_none());
+        assert!(!l.has_unexpanded());
+    }
+}

@@ -1,0 +1,4 @@
+//! Small shared structures used by both the graph build and search.
+pub mod candidates;
+pub mod rng;
+pub mod visited;

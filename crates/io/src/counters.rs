@@ -1,0 +1,158 @@
+//! Read counters: what a reader did (its own count) and what the kernel saw
+//! (`/proc/self/io`), so benchmarks can tell device reads from cache hits.
+
+use std::ops::{Add, AddAssign, Sub};
+
+/// Reads and bytes completed successfully.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub reads: u64,
+    pub bytes: u64,
+}
+
+impl IoCounters {
+    pub(crate) fn record(&mut self, bytes: u32) {
+        self.reads += 1;
+        self.bytes += u64::from(bytes);
+    }
+}
+
+impl Add for IoCounters {
+    type Output = IoCounters;
+    fn add(self, o: IoCounters) -> IoCounters {
+        IoCounters {
+            reads: self.reads + o.reads,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+impl AddAssign for IoCounters {
+    fn add_assign(&mut self, o: IoCounters) {
+        *self = *self + o;
+    }
+}
+
+/// Difference of two snapshots (`after - before`). Saturates at zero rather
+/// than panicking, since counters only grow and a reversed subtraction is a
+/// reporting slip, not a reason to abort a benchmark.
+impl Sub for IoCounters {
+    type Output = IoCounters;
+    fn sub(self, o: IoCounters) -> IoCounters {
+        IoCounters {
+            reads: self.reads.saturating_sub(o.reads),
+            bytes: self.bytes.saturating_sub(o.bytes),
+        }
+    }
+}
+
+/// The process's I/O accounting from `/proc/self/io`. `read_bytes` counts bytes
+/// the process caused to be fetched from storage (O_DIRECT reads exactly,
+/// buffered reads only on page-cache misses); `rchar` counts every byte
+/// returned by read-like calls, cached or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcIo {
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+impl ProcIo {
+    /// Parse the text of a `/proc/<pid>/io` file. `None` unless all six
+    /// fields are present and numeric.
+    pub fn parse(text: &str) -> Option<ProcIo> {
+        let (mut rchar, mut wchar, mut syscr, mut syscw, mut rb, mut wb) =
+            (None, None, None, None, None, None);
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let Ok(v) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            match key.trim() {
+                "rchar" => rchar = Some(v),
+                "wchar" => wchar = Some(v),
+                "syscr" => syscr = Some(v),
+                "syscw" => syscw = Some(v),
+                "read_bytes" => rb = Some(v),
+                "write_bytes" => wb = Some(v),
+                _ => {}
+            }
+        }
+        Some(ProcIo {
+            rchar: rchar?,
+            wchar: wchar?,
+            syscr: syscr?,
+            syscw: syscw?,
+            read_bytes: rb?,
+            write_bytes: wb?,
+        })
+    }
+}
+
+/// The whole process's counters (all threads, including io_uring's kernel
+/// workers, which belong to the process). `None` where `/proc/self/io` is
+/// absent or unreadable (no procfs, kernel without task I/O accounting).
+pub fn proc_self_io() -> Option<ProcIo> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    ProcIo::parse(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic() {
+        let a = IoCounters {
+            reads: 3,
+            bytes: 300,
+        };
+        let b = IoCounters {
+            reads: 1,
+            bytes: 100,
+        };
+        assert_eq!(
+            a + b,
+            IoCounters {
+                reads: 4,
+                bytes: 400
+            }
+        );
+        assert_eq!(
+            a - b,
+            IoCounters {
+                reads: 2,
+                bytes: 200
+            }
+        );
+        assert_eq!(b - a, IoCounters::default());
+        let mut c = a;
+        c += b;
+        assert_eq!(c.reads, 4);
+    }
+
+    #[test]
+    fn parse_proc_io() {
+        let text = "rchar: 12\nwchar: 34\nsyscr: 5\nsyscw: 6\nread_bytes: 4096\n\
+                    write_bytes: 8192\ncancelled_write_bytes: 0\n";
+        let p = ProcIo::parse(text).unwrap();
+        assert_eq!(p.rchar, 12);
+        assert_eq!(p.read_bytes, 4096);
+        assert_eq!(p.write_bytes, 8192);
+        assert!(ProcIo::parse("rchar: 1\n").is_none());
+    }
+
+    #[test]
+    fn proc_self_io_readable_here() {
+        // Informational: procfs may be missing in odd sandboxes.
+        match proc_self_io() {
+            Some(p) => assert!(p.rchar > 0),
+            None => eprintln!("/proc/self/io not available; skipping"),
+        }
+    }
+}

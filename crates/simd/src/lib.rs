@@ -1,0 +1,99 @@
+//! Distance kernels for stratavec.
+//!
+//! Every public function dispatches at run time to the widest instruction set
+//! the CPU has (AVX-512, AVX2+FMA, else scalar); the choice is made once per
+//! process and cached, so the functions are cheap enough for inner loops.
+//! `STRATAVEC_SIMD=scalar|avx2|avx512` (read once) forces a lower level; a
+//! level the CPU lacks falls back to the best one, and `kernel_name` says so.
+//!
+//! `scalar` holds the plain reference implementations that the property
+//! tests compare every accelerated kernel against; [`Level::kernels`] gives
+//! any supported level's kernels directly, for tests and benchmarks.
+//!
+//! Float results of different levels differ in rounding (summation order);
+//! integer kernels (u8, i8) are exact at every level.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+pub mod cast;
+mod dispatch;
+pub mod scalar;
+
+pub use dispatch::{Kernels, Level};
+
+/// Squared Euclidean distance between two f32 vectors.
+/// Panics if the lengths differ.
+#[inline]
+pub fn l2_sq_f32(a: &[f32], b: &[f32]) -> f32 {
+    (dispatch::active().l2_sq_f32)(a, b)
+}
+
+/// Inner product of two f32 vectors. Panics if the lengths differ.
+#[inline]
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    (dispatch::active().dot_f32)(a, b)
+}
+
+/// Squared Euclidean norm of an f32 vector.
+#[inline]
+pub fn norm_sq_f32(a: &[f32]) -> f32 {
+    (dispatch::active().norm_sq_f32)(a)
+}
+
+/// Squared Euclidean distance between two u8 vectors, summed exactly in
+/// integers and returned as f32. Panics if the lengths differ.
+#[inline]
+pub fn l2_sq_u8(a: &[u8], b: &[u8]) -> f32 {
+    (dispatch::active().l2_sq_u8)(a, b)
+}
+
+/// Squared Euclidean distance between two i8 vectors, summed exactly in
+/// integers and returned as f32. Panics if the lengths differ.
+#[inline]
+pub fn l2_sq_i8(a: &[i8], b: &[i8]) -> f32 {
+    (dispatch::active().l2_sq_i8)(a, b)
+}
+
+/// Asymmetric PQ distance of one code: `sum_m table[m*256 + code[m]]`.
+/// `table` is the per-query lookup table, 256 floats per sub-space, row-major
+/// by sub-space. Panics unless `table.len() == 256 * code.len()`.
+#[inline]
+pub fn pq_adc(table: &[f32], code: &[u8]) -> f32 {
+    (dispatch::active().pq_adc)(table, code)
+}
+
+/// PQ distances of `out.len()` codes of `m` bytes each, stored back to back
+/// in `codes`: `out[i] = pq_adc(table, &codes[i*m..(i+1)*m])`.
+/// Panics unless `codes.len() == m * out.len()` and `table.len() == 256 * m`.
+#[inline]
+pub fn pq_adc_batch(table: &[f32], codes: &[u8], m: usize, out: &mut [f32]) {
+    (dispatch::active().pq_adc_batch)(table, codes, m, out)
+}
+
+/// Name of the kernel set in use: "avx512", "avx2+fma" or "scalar", followed
+/// by a note in parentheses when `STRATAVEC_SIMD` asked for something else.
+pub fn kernel_name() -> &'static str {
+    dispatch::active_name()
+}
+
+/// Length checks shared by the accelerated PQ kernels; the gathers compute
+/// `256 * m` in i32, so `m` is bounded too.
+#[cfg(target_arch = "x86_64")]
+fn check_adc(table_len: usize, codes_len: usize, m: usize, n: usize) {
+    assert!(m <= (i32::MAX as usize) / 256, "pq_adc: m = {m} too large");
+    assert_eq!(table_len, 256 * m, "pq_adc: table length must be 256 * m");
+    assert_eq!(
+        Some(codes_len),
+        m.checked_mul(n),
+        "pq_adc: codes length must be m * n"
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+fn as_bytes(a: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same size, alignment and validity (every
+    // bit pattern); the new slice borrows `a` for the same lifetime.
+    unsafe { core::slice::from_raw_parts(a.as_ptr().cast::<u8>(), a.len()) }
+}

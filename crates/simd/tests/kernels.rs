@@ -1,0 +1,281 @@
+//! Every supported level against f64 / exact-integer references.
+
+use proptest::prelude::*;
+use stratavec_simd::{Kernels, Level};
+
+/// Kernel sets this CPU can run (always at least scalar).
+fn levels() -> Vec<&'static Kernels> {
+    Level::ALL.iter().filter_map(|l| l.kernels()).collect()
+}
+
+/// `got` is within 1e-4 * sum|terms| + 1e-5 of the f64 reference.
+fn close(got: f32, want: f64, abs_terms: f64) -> bool {
+    (got as f64 - want).abs() <= 1e-4 * abs_terms + 1e-5
+}
+
+fn l2_ref(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+        .sum()
+}
+
+fn dot_ref(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let terms = a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64);
+    (terms.clone().sum(), terms.map(f64::abs).sum())
+}
+
+fn int_ref<T: Copy + Into<i64>>(a: &[T], b: &[T]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x.into() - y.into()).pow(2) as u64)
+        .sum::<u64>() as f32
+}
+
+fn adc_ref(table: &[f32], code: &[u8]) -> (f64, f64) {
+    let terms = code
+        .iter()
+        .enumerate()
+        .map(|(j, &c)| table[j * 256 + c as usize] as f64);
+    (terms.clone().sum(), terms.map(f64::abs).sum())
+}
+
+fn f32_pair() -> impl Strategy<Value = (Vec<f32>, Vec<f32>)> {
+    (0usize..1100).prop_flat_map(|n| {
+        (
+            prop::collection::vec(-100.0f32..100.0, n),
+            prop::collection::vec(-100.0f32..100.0, n),
+        )
+    })
+}
+
+fn byte_pair() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+    (0usize..1100).prop_flat_map(|n| {
+        (
+            prop::collection::vec(any::<u8>(), n),
+            prop::collection::vec(any::<u8>(), n),
+        )
+    })
+}
+
+/// (m, table, n codes of m bytes).
+fn pq_case() -> impl Strategy<Value = (usize, Vec<f32>, Vec<u8>, usize)> {
+    (0usize..100, 0usize..20).prop_flat_map(|(m, n)| {
+        (
+            Just(m),
+            prop::collection::vec(-50.0f32..50.0, 256 * m),
+            prop::collection::vec(any::<u8>(), m * n),
+            Just(n),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn f32_kernels_match_reference((a, b) in f32_pair()) {
+        let want_l2 = l2_ref(&a, &b);
+        let (want_dot, dot_abs) = dot_ref(&a, &b);
+        let (want_norm, _) = dot_ref(&a, &a);
+        for k in levels() {
+            let got = (k.l2_sq_f32)(&a, &b);
+            prop_assert!(close(got, want_l2, want_l2), "{:?} l2 {got} vs {want_l2}", k.level);
+            let got = (k.dot_f32)(&a, &b);
+            prop_assert!(close(got, want_dot, dot_abs), "{:?} dot {got} vs {want_dot}", k.level);
+            let got = (k.norm_sq_f32)(&a);
+            prop_assert!(close(got, want_norm, want_norm), "{:?} norm {got}", k.level);
+        }
+    }
+
+    #[test]
+    fn byte_kernels_are_exact((a, b) in byte_pair()) {
+        let (ia, ib): (Vec<i8>, Vec<i8>) =
+            (a.iter().map(|&x| x as i8).collect(), b.iter().map(|&x| x as i8).collect());
+        let (want_u8, want_i8) = (int_ref(&a, &b), int_ref(&ia, &ib));
+        for k in levels() {
+            prop_assert_eq!((k.l2_sq_u8)(&a, &b), want_u8, "{:?} u8", k.level);
+            prop_assert_eq!((k.l2_sq_i8)(&ia, &ib), want_i8, "{:?} i8", k.level);
+        }
+    }
+
+    #[test]
+    fn pq_kernels_match_reference((m, table, codes, n) in pq_case()) {
+        for k in levels() {
+            let mut out = vec![f32::NAN; n];
+            (k.pq_adc_batch)(&table, &codes, m, &mut out);
+            for (i, &got_batch) in out.iter().enumerate() {
+                let code = &codes[i * m..(i + 1) * m];
+                let (want, abs) = adc_ref(&table, code);
+                let got = (k.pq_adc)(&table, code);
+                prop_assert!(close(got, want, abs), "{:?} adc {got} vs {want}", k.level);
+                prop_assert!(close(got_batch, want, abs), "{:?} batch {got_batch}", k.level);
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_and_single_element() {
+    for k in levels() {
+        assert_eq!((k.l2_sq_f32)(&[], &[]), 0.0);
+        assert_eq!((k.dot_f32)(&[], &[]), 0.0);
+        assert_eq!((k.norm_sq_f32)(&[]), 0.0);
+        assert_eq!((k.l2_sq_u8)(&[], &[]), 0.0);
+        assert_eq!((k.l2_sq_i8)(&[], &[]), 0.0);
+        assert_eq!((k.pq_adc)(&[], &[]), 0.0);
+        let mut out = [1.0f32; 3];
+        (k.pq_adc_batch)(&[], &[], 0, &mut out);
+        assert_eq!(out, [0.0; 3]);
+
+        assert_eq!((k.l2_sq_f32)(&[1.5], &[-0.5]), 4.0);
+        assert_eq!((k.dot_f32)(&[1.5], &[-2.0]), -3.0);
+        assert_eq!((k.norm_sq_f32)(&[3.0]), 9.0);
+        assert_eq!((k.l2_sq_u8)(&[7], &[2]), 25.0);
+        assert_eq!((k.l2_sq_i8)(&[-3], &[4]), 49.0);
+        let mut table = vec![0.0f32; 256];
+        table[200] = 2.5;
+        assert_eq!((k.pq_adc)(&table, &[200]), 2.5);
+    }
+}
+
+#[test]
+fn byte_extremes_do_not_overflow() {
+    for n in [4096, 4096 + 37, 100_000] {
+        let (zeros, full) = (vec![0u8; n], vec![255u8; n]);
+        let (lo, hi) = (vec![i8::MIN; n], vec![i8::MAX; n]);
+        let want_u8 = (n as u64 * 255 * 255) as f32;
+        let want_i8 = (n as u64 * 255 * 255) as f32;
+        for k in levels() {
+            assert_eq!((k.l2_sq_u8)(&zeros, &full), want_u8, "{:?} n={n}", k.level);
+            assert_eq!((k.l2_sq_u8)(&full, &zeros), want_u8, "{:?} n={n}", k.level);
+            assert_eq!((k.l2_sq_i8)(&lo, &hi), want_i8, "{:?} n={n}", k.level);
+            assert_eq!((k.l2_sq_i8)(&hi, &lo), want_i8, "{:?} n={n}", k.level);
+        }
+    }
+}
+
+#[test]
+fn every_tail_length_of_f32() {
+    // Lengths around every unroll boundary, with integer values so the sums
+    // are exact in f32 at every level.
+    for n in 0..200 {
+        let a: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let want_l2: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+        let want_dot: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        for k in levels() {
+            assert_eq!((k.l2_sq_f32)(&a, &b), want_l2, "{:?} n={n}", k.level);
+            assert_eq!((k.dot_f32)(&a, &b), want_dot, "{:?} n={n}", k.level);
+        }
+    }
+}
+
+#[test]
+fn unaligned_inputs() {
+    let a: Vec<f32> = (0..400).map(|i| i as f32 * 0.25).collect();
+    let b: Vec<f32> = (0..400).map(|i| 100.0 - i as f32 * 0.5).collect();
+    let bytes: Vec<u8> = (0..400).map(|i| (i * 37 % 256) as u8).collect();
+    for k in levels() {
+        for off in 1..4 {
+            let (x, y) = (&a[off..off + 384], &b[off + 1..off + 385]);
+            let want = l2_ref(x, y);
+            assert!(
+                close((k.l2_sq_f32)(x, y), want, want),
+                "{:?} off={off}",
+                k.level
+            );
+            let (x, y) = (&bytes[off..off + 383], &bytes[..383]);
+            assert_eq!((k.l2_sq_u8)(x, y), int_ref(x, y), "{:?} off={off}", k.level);
+        }
+    }
+}
+
+#[test]
+#[should_panic]
+fn mismatched_lengths_panic() {
+    stratavec_simd::l2_sq_f32(&[1.0, 2.0], &[1.0]);
+}
+
+#[test]
+#[should_panic]
+fn wrong_table_size_panics() {
+    stratavec_simd::pq_adc(&[0.0; 255], &[0]);
+}
+
+#[test]
+fn dispatcher_uses_a_supported_level() {
+    let name = stratavec_simd::kernel_name();
+    assert!(
+        Level::ALL.iter().any(|l| name.starts_with(l.name())),
+        "{name}"
+    );
+    let a = [1.0f32, 2.0, 3.0];
+    assert_eq!(stratavec_simd::l2_sq_f32(&a, &[0.0; 3]), 14.0);
+    assert_eq!(stratavec_simd::norm_sq_f32(&a), 14.0);
+    assert_eq!(stratavec_simd::dot_f32(&a, &a), 14.0);
+}
+
+/// Guards against a silently narrower dispatch on the development machine:
+/// when the CPU has AVX-512 and nothing is forced, that is what must run.
+#[test]
+fn dispatcher_picks_best_level_when_not_forced() {
+    if std::env::var_os("STRATAVEC_SIMD").is_none() {
+        assert_eq!(stratavec_simd::kernel_name(), Level::best().name());
+    }
+}
+
+/// Runs this test binary again with `STRATAVEC_SIMD` set (it is read once per
+/// process) and checks the name the child reports.
+#[test]
+fn env_var_forces_level() {
+    let best = Level::best();
+    let mut cases = vec![
+        ("scalar", "scalar".to_string()),
+        (
+            "bogus",
+            format!("{} (STRATAVEC_SIMD=bogus not recognised", best.name()),
+        ),
+    ];
+    for (request, level) in [("avx2", Level::Avx2), ("avx512", Level::Avx512)] {
+        let want = if level.is_supported() {
+            level.name().to_string()
+        } else {
+            format!("{} (STRATAVEC_SIMD={request} not supported", best.name())
+        };
+        cases.push((request, want));
+    }
+    let exe = std::env::current_exe().unwrap();
+    for (request, want) in cases {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "env_child_reports_name",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("STRATAVEC_SIMD", request)
+            .env("STRATAVEC_SIMD_CHILD", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{request}: {stdout}");
+        let line = stdout
+            .lines()
+            .find_map(|l| l.split_once("KERNEL_NAME=").map(|(_, name)| name))
+            .unwrap_or("");
+        assert!(
+            line.starts_with(&want),
+            "{request}: got {line:?}, want {want:?}"
+        );
+    }
+}
+
+#[test]
+fn env_child_reports_name() {
+    if std::env::var_os("STRATAVEC_SIMD_CHILD").is_some() {
+        println!("KERNEL_NAME={}", stratavec_simd::kernel_name());
+        // The forced kernels must still be right.
+        assert_eq!(stratavec_simd::l2_sq_u8(&[0; 100], &[255; 100]), 6502500.0);
+    }
+}
