@@ -1,1 +1,61 @@
-fn main() {}
+//! `stratavec`: build, search and inspect disk-resident ANN indexes.
+//! Argument parsing and presentation only; every algorithm is in the
+//! `stratavec` library.
+
+mod cmd_build;
+mod cmd_convert;
+mod cmd_gt;
+mod cmd_info;
+mod cmd_search;
+mod cmd_synth;
+mod progress;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "stratavec",
+    version,
+    about = "Disk-resident approximate nearest neighbor search"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build an index from a vector file (.fbin/.u8bin/.i8bin/.fvecs/.bvecs/.npy).
+    Build(cmd_build::Args),
+    /// Search an index with a query file; report recall against ground truth.
+    Search(cmd_search::Args),
+    /// Compute exact ground truth (brute force) into an .ibin file.
+    Gt(cmd_gt::Args),
+    /// Show an index's manifest, sizes and build report.
+    Info(cmd_info::Args),
+    /// Convert a vector file between formats (by extension).
+    Convert(cmd_convert::Args),
+    /// Write a seeded synthetic data set (base, queries, ground truth).
+    Synth(cmd_synth::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Build(a) => cmd_build::run(a),
+        Command::Search(a) => cmd_search::run(a),
+        Command::Gt(a) => cmd_gt::run(a),
+        Command::Info(a) => cmd_info::run(a),
+        Command::Convert(a) => cmd_convert::run(a),
+        Command::Synth(a) => cmd_synth::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// Threads to use when the user does not say: all cores.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

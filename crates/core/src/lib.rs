@@ -12,6 +12,7 @@ pub mod memory;
 pub mod progress;
 pub mod quant;
 pub mod search;
+pub mod synthetic;
 pub mod util;
 
 pub use error::{Error, Result};

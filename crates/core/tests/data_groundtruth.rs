@@ -72,6 +72,18 @@ fn ground_truth_errors() {
         ],
     );
 
+    // A corrupt header whose sizes overflow u64 is still just a size error.
+    std::fs::write(&p, [255u8; 12]).unwrap();
+    let e = GroundTruth::read(&p).unwrap_err().to_string();
+    assert_mentions(
+        &e,
+        &[
+            "gt.ibin",
+            "nq=4294967295, k=4294967295",
+            "file has 12 bytes",
+        ],
+    );
+
     std::fs::write(&p, [0u8, 0, 0, 0, 3, 0, 0, 0]).unwrap();
     assert_mentions(
         &GroundTruth::read(&p).unwrap_err().to_string(),
@@ -190,4 +202,10 @@ fn recall_argument_errors() {
     assert_mentions(&e, &["`k`", "1..=3", "found 4"]);
     let e = recall_at_k(&res[..1], &gt, 3).unwrap_err().to_string();
     assert_mentions(&e, &["number of result lists", "2", "found 1"]);
+    let broken = GroundTruth {
+        ids: vec![0; 5],
+        ..gt
+    };
+    let e = recall_at_k(&res, &broken, 3).unwrap_err().to_string();
+    assert_mentions(&e, &["ground truth", "2*3", "5 ids"]);
 }

@@ -20,6 +20,7 @@ mod avx512;
 pub mod cast;
 mod dispatch;
 pub mod scalar;
+mod transposed;
 
 pub use dispatch::{Kernels, Level};
 
@@ -70,6 +71,14 @@ pub fn pq_adc(table: &[f32], code: &[u8]) -> f32 {
 #[inline]
 pub fn pq_adc_batch(table: &[f32], codes: &[u8], m: usize, out: &mut [f32]) {
     (dispatch::active().pq_adc_batch)(table, codes, m, out)
+}
+
+/// Squared L2 distances from `point` (length d) to k centroids stored
+/// transposed in `ct` (`ct[j * k + c]`), into `out` (length k). Panics unless
+/// `ct.len() == d * out.len()`.
+#[inline]
+pub fn l2_sq_transposed(point: &[f32], ct: &[f32], out: &mut [f32]) {
+    (dispatch::active().l2_sq_transposed)(point, ct, out)
 }
 
 /// Name of the kernel set in use: "avx512", "avx2+fma" or "scalar", followed

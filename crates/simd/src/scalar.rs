@@ -12,6 +12,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     l2_sq_i8,
     pq_adc,
     pq_adc_batch,
+    l2_sq_transposed: crate::transposed::scalar,
 };
 
 /// Squared Euclidean distance. Panics if the lengths differ.

@@ -279,3 +279,21 @@ fn env_child_reports_name() {
         assert_eq!(stratavec_simd::l2_sq_u8(&[0; 100], &[255; 100]), 6502500.0);
     }
 }
+
+proptest::proptest! {
+    /// Every level's transposed kernel equals a plain loop over centroids.
+    #[test]
+    fn l2_sq_transposed_matches_reference(dim in 0usize..20, k in 0usize..300, seed in 0u32..1000) {
+        let val = |i: usize| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 2000) as f32 / 100.0 - 10.0;
+        let point: Vec<f32> = (0..dim).map(val).collect();
+        let ct: Vec<f32> = (0..dim * k).map(|i| val(i + 7777)).collect();
+        for kern in levels() {
+            let mut out = vec![f32::NAN; k];
+            (kern.l2_sq_transposed)(&point, &ct, &mut out);
+            for c in 0..k {
+                let want: f64 = (0..dim).map(|j| { let t = point[j] as f64 - ct[j * k + c] as f64; t * t }).sum();
+                proptest::prop_assert!((out[c] as f64 - want).abs() <= 1e-4 * (1.0 + want), "{:?} c={} {} vs {}", kern.level, c, out[c], want);
+            }
+        }
+    }
+}

@@ -111,8 +111,8 @@ pub enum DataError {
         path: PathBuf,
         nq: u64,
         k: u64,
-        ids_only: u64,
-        with_dists: u64,
+        ids_only: u128,
+        with_dists: u128,
         found: u64,
     },
 

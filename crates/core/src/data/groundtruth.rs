@@ -103,9 +103,9 @@ fn read_ibin(path: &Path) -> Result<GroundTruth, DataError> {
     if k == 0 {
         return Err(DataError::invalid(path, "k", "at least 1 neighbor", 0));
     }
-    let ids_only = 8 + 4 * nq * k; // < 2^66 cannot overflow: both are u32
-    let with_dists = 8 + 8 * nq * k;
-    let found = bytes.len() as u64;
+    // u128: 8 * nq * k can exceed u64 for a corrupt header.
+    let (nqk, found) = (nq as u128 * k as u128, bytes.len() as u128);
+    let (ids_only, with_dists) = (8 + 4 * nqk, 8 + 8 * nqk);
     if found != ids_only && found != with_dists {
         return Err(DataError::GroundTruthSize {
             path: path.to_path_buf(),
@@ -113,10 +113,10 @@ fn read_ibin(path: &Path) -> Result<GroundTruth, DataError> {
             k,
             ids_only,
             with_dists,
-            found,
+            found: found as u64,
         });
     }
-    let m = (nq * k) as usize;
+    let m = nqk as usize; // fits: the file holds 4*m bytes
     let ids = bytes[8..8 + 4 * m]
         .chunks_exact(4)
         .map(|c| le_u32(c, 0))

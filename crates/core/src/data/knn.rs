@@ -116,16 +116,16 @@ where
                 let qs = qb * QUERY_BLOCK..((qb + 1) * QUERY_BLOCK).min(nq);
                 let (b0, b1) = (p * part_len, ((p + 1) * part_len).min(n));
                 let mut tops: Vec<TopK> = qs.clone().map(|_| TopK::new(k)).collect();
+                // The tile's rows are looked up once, not once per query.
+                let mut tile = Vec::with_capacity(base_block);
                 for start in (b0..b1).step_by(base_block) {
                     let end = (start + base_block).min(b1);
+                    tile.clear();
+                    tile.extend((start..end).map(|j| (j as u32, base.row(j), base_norms[j])));
                     for (q, top) in qs.clone().zip(&mut tops) {
-                        let qrow = queries.row(q);
-                        let qn = query_norms[q];
-                        for (j, &bn) in (start..end).zip(&base_norms[start..end]) {
-                            top.push(
-                                metric.distance_with_norms(qrow, base.row(j), qn, bn),
-                                j as u32,
-                            );
+                        let (qrow, qn) = (queries.row(q), query_norms[q]);
+                        for &(j, row, bn) in &tile {
+                            top.push(metric.distance_with_norms(qrow, row, qn, bn), j);
                         }
                     }
                 }

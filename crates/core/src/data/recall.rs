@@ -101,6 +101,17 @@ where
             results.len(),
         ));
     }
+    // The fields are public, so a hand-built ground truth may be inconsistent.
+    let m = gt.nq.checked_mul(gt.k);
+    if m != Some(gt.ids.len()) || gt.dists.as_ref().is_some_and(|d| m != Some(d.len())) {
+        let found = format!(
+            "{} ids, {:?} distances",
+            gt.ids.len(),
+            gt.dists.as_ref().map(Vec::len)
+        );
+        let want = format!("nq*k = {}*{} of each", gt.nq, gt.k);
+        return Err(DataError::argument(CTX, "ground truth", want, found));
+    }
     let mut per_query = Vec::with_capacity(gt.nq);
     let mut queries_with_ties = 0;
     let mut truth: Vec<u32> = Vec::with_capacity(gt.k);

@@ -123,6 +123,7 @@ pub fn build(
             progress(pass * n + done, total);
         }
     }
+    final_prune(space, &mut lists, params.alpha, r);
     let graph = Graph {
         max_degree: r,
         medoid: start,
@@ -134,6 +135,36 @@ pub fn build(
         mean_degree: graph.mean_degree(),
     };
     (graph, stats)
+}
+
+/// DiskANN lets a list grow to 1.3 R before pruning it back to R
+/// (`GRAPH_SLACK_FACTOR`): without the slack nearly every reverse edge into a
+/// full node costs a prune, which dominates the build.
+fn slack_limit(r: usize) -> usize {
+    r + r * 3 / 10
+}
+
+/// Prunes every list longer than R back to R (the end of the build, when
+/// slack is no longer allowed).
+fn final_prune(space: &BuildSpace, lists: &mut [Vec<u32>], alpha: f32, r: usize) {
+    let over: Vec<u32> = (0..lists.len() as u32)
+        .filter(|&i| lists[i as usize].len() > r)
+        .collect();
+    let frozen: &[Vec<u32>] = lists;
+    let updates: Vec<(u32, Vec<u32>)> = over
+        .par_iter()
+        .map_init(PruneScratch::default, |s, &q| {
+            let mut pool: Vec<(f32, u32)> = frozen[q as usize]
+                .iter()
+                .map(|&x| (space.dist(q, x), x))
+                .collect();
+            robust_prune(space, q, &mut pool, alpha, r, &mut s.occlusion, &mut s.out);
+            (q, s.out.clone())
+        })
+        .collect();
+    for (q, list) in updates {
+        lists[q as usize] = list;
+    }
 }
 
 #[derive(Default)]
@@ -189,7 +220,7 @@ fn insert_batch(
                     merged.push(p);
                 }
             }
-            if merged.len() <= r {
+            if merged.len() <= slack_limit(r) {
                 return (q, merged);
             }
             let mut pool: Vec<(f32, u32)> = merged.iter().map(|&x| (space.dist(q, x), x)).collect();

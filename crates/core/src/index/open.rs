@@ -194,11 +194,7 @@ impl Index {
         }
 
         let (codebook, codes) = pq_file::read(&codes_path, manifest.n, manifest.dim)?;
-        let quantizer = PqQuantizer {
-            codebook,
-            codes,
-            metric: manifest.metric,
-        };
+        let quantizer = PqQuantizer::new(codebook, codes, manifest.metric);
 
         // Memory plan: codes, then I/O buffers, then as many cached nodes as fit.
         let buffers = opts.reserve_threads.max(1)

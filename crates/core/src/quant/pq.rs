@@ -75,7 +75,7 @@ impl PqCodebook {
         }
     }
 
-    fn sub_centroids(&self, j: usize) -> &[f32] {
+    pub fn sub_centroids(&self, j: usize) -> &[f32] {
         let (a, b) = (self.offsets[j], self.offsets[j + 1]);
         &self.centroids[a * KSUB..b * KSUB]
     }
@@ -169,6 +169,26 @@ pub struct PqQuantizer {
     pub codebook: PqCodebook,
     pub codes: Vec<u8>,
     pub metric: Metric,
+    /// Each sub-space's centroids transposed (`dsub x 256`), so an L2 table
+    /// row is one `l2_sq_transposed` call.
+    transposed: Vec<Vec<f32>>,
+}
+
+impl PqQuantizer {
+    pub fn new(codebook: PqCodebook, codes: Vec<u8>, metric: Metric) -> Self {
+        let transposed = (0..codebook.m)
+            .map(|j| {
+                let d = codebook.offsets[j + 1] - codebook.offsets[j];
+                kmeans::transpose(codebook.sub_centroids(j), KSUB, d)
+            })
+            .collect();
+        PqQuantizer {
+            codebook,
+            codes,
+            metric,
+            transposed,
+        }
+    }
 }
 
 impl Quantizer for PqQuantizer {
@@ -181,11 +201,21 @@ impl Quantizer for PqQuantizer {
     }
 
     fn resident_bytes(&self) -> usize {
-        self.codes.len() + self.codebook.bytes()
+        self.codes.len() + 2 * self.codebook.bytes()
     }
 
     fn prepare(&self, query: &[f32], table: &mut Vec<f32>) {
-        self.codebook.table(query, self.metric, table);
+        if self.metric == Metric::InnerProduct {
+            return self.codebook.table(query, self.metric, table);
+        }
+        let cb = &self.codebook;
+        table.clear();
+        table.resize(cb.m * KSUB, 0.0);
+        let resid: Vec<f32> = query.iter().zip(&cb.center).map(|(q, c)| q - c).collect();
+        for (j, row) in table.chunks_exact_mut(KSUB).enumerate() {
+            let (a, b) = (cb.offsets[j], cb.offsets[j + 1]);
+            stratavec_simd::l2_sq_transposed(&resid[a..b], &self.transposed[j], row);
+        }
     }
 
     #[inline]
@@ -265,6 +295,27 @@ mod tests {
         };
         let (e2, e8) = (err(2), err(8));
         assert!(e8 < e2 * 0.7, "m=8 error {e8} vs m=2 {e2}");
+    }
+
+    #[test]
+    fn fast_table_equals_reference_table() {
+        let dim = 20;
+        let x = data(1000, dim, 2);
+        let cb = PqCodebook::train(&x, dim, &params(6));
+        let codes = cb.encode_all(&x);
+        let q = data(1, dim, 77);
+        for metric in [Metric::L2, Metric::InnerProduct] {
+            let pq = PqQuantizer::new(cb.clone(), codes.clone(), metric);
+            let (mut fast, mut slow) = (vec![], vec![]);
+            pq.prepare(&q, &mut fast);
+            cb.table(&q, metric, &mut slow);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!(
+                    (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                    "{metric:?} {a} {b}"
+                );
+            }
+        }
     }
 
     #[test]

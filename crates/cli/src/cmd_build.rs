@@ -1,0 +1,84 @@
+use crate::progress::Bars;
+use anyhow::Result;
+use std::path::PathBuf;
+use stratavec::data::Metric;
+use stratavec::BuildParams;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Base vectors.
+    data: PathBuf,
+    /// Index directory to create (an existing index there is replaced only
+    /// when the build succeeds).
+    index_dir: PathBuf,
+    #[arg(long, default_value = "diskann")]
+    profile: String,
+    /// l2, ip or cosine.
+    #[arg(long, default_value = "l2")]
+    metric: Metric,
+    /// Maximum graph out-degree R.
+    #[arg(long, short = 'R', default_value_t = 64)]
+    graph_degree: usize,
+    /// Build search list size L.
+    #[arg(long, default_value_t = 128)]
+    complexity: usize,
+    #[arg(long, default_value_t = 1.2)]
+    alpha: f32,
+    /// PQ bytes per vector kept in RAM for search.
+    #[arg(long, default_value_t = 32)]
+    pq_bytes: usize,
+    /// Insertion passes (1 = DiskANN's builder, 2 = the Vamana paper).
+    #[arg(long, default_value_t = 1)]
+    passes: usize,
+    /// Disk page size in bytes (4096, 8192 or 16384).
+    #[arg(long, default_value_t = 4096)]
+    page_size: usize,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Build threads (default: all cores). The index is identical for any value.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the build report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let params = BuildParams {
+        profile: a.profile,
+        metric: a.metric,
+        graph_degree: a.graph_degree,
+        complexity: a.complexity,
+        alpha: a.alpha,
+        passes: a.passes,
+        pq_bytes: a.pq_bytes,
+        page_size: a.page_size,
+        seed: a.seed,
+        ..Default::default()
+    };
+    let threads = a.threads.unwrap_or_else(crate::default_threads);
+    let report =
+        stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &Bars::default())?;
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    println!(
+        "built {} ({} x {}) in {:.1} s with {} threads; peak RSS {:.0} MB; index {:.1} MB; mean degree {:.1}",
+        a.index_dir.display(),
+        report.n,
+        report.dim,
+        report.total_s,
+        report.threads,
+        report.peak_rss_bytes as f64 / 1e6,
+        report.index_bytes as f64 / 1e6,
+        report.graph_mean_degree
+    );
+    let stages: Vec<String> = report
+        .stages
+        .iter()
+        .map(|(s, t)| format!("{s} {t:.1}s"))
+        .collect();
+    println!("stages: {}", stages.join(", "));
+    Ok(())
+}
