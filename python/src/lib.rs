@@ -1,1 +1,583 @@
+//! `stratavec._stratavec`: the Python binding of the stratavec engine.
+//!
+//! Thin on purpose: arguments are checked and converted here (numpy dtypes,
+//! shapes, Python exceptions), everything else is the engine's. The GIL is
+//! released for the whole of every build and search, so Python threads can
+//! search one `Index` concurrently.
 
+use numpy::ndarray::Array2;
+use numpy::prelude::*;
+use numpy::{PyArray2, PyArrayDescr, PyArrayDyn, PyUntypedArray};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyOSError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::path::PathBuf;
+use stratavec::data::{DataError, Metric, Vectors};
+use stratavec::index::manifest::MANIFEST;
+use stratavec::progress::Silent;
+use stratavec::{BatchResult, BuildParams, Error, OpenOptions, SearchParams};
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/// `OSError(errno, message)` when the OS gave an error number (so `e.errno`
+/// works), `OSError(message)` otherwise; `FileNotFoundError` for ENOENT.
+fn os_error(errno: Option<i32>, not_found: bool, msg: String) -> PyErr {
+    match (errno, not_found) {
+        (Some(n), true) => PyFileNotFoundError::new_err((n, msg)),
+        (None, true) => PyFileNotFoundError::new_err(msg),
+        (Some(n), false) => PyOSError::new_err((n, msg)),
+        (None, false) => PyOSError::new_err(msg),
+    }
+}
+
+fn io_error(e: &std::io::Error, msg: String) -> PyErr {
+    os_error(
+        e.raw_os_error(),
+        e.kind() == std::io::ErrorKind::NotFound,
+        msg,
+    )
+}
+
+/// Maps an engine error to the Python exception a user expects, keeping the
+/// engine's message (it names the file or argument, the field, and the
+/// expected and found values).
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match &e {
+        Error::Argument { .. } => PyValueError::new_err(msg),
+        // A corrupt, truncated or foreign index, or a refused output path.
+        Error::Index { field, .. } if field == "output path" => PyFileExistsError::new_err(msg),
+        Error::Index { .. } => PyValueError::new_err(msg),
+        Error::File { source, .. } => io_error(source, msg),
+        Error::Io(io) => {
+            let not_found = std::error::Error::source(io)
+                .and_then(|s| s.downcast_ref::<std::io::Error>())
+                .is_some_and(|s| s.kind() == std::io::ErrorKind::NotFound);
+            os_error(io.raw_os_error(), not_found, msg)
+        }
+        Error::Data(d) => match d {
+            DataError::Io { source, .. } => io_error(source, msg),
+            _ => PyValueError::new_err(msg),
+        },
+    }
+}
+
+fn data_err(e: DataError) -> PyErr {
+    to_py(Error::Data(e))
+}
+
+/// A non-negative integer argument as `usize` (a negative one is a
+/// `ValueError` naming the argument, not pyo3's `OverflowError`).
+fn count(name: &str, v: i64, min: i64) -> PyResult<usize> {
+    if v < min {
+        return Err(PyValueError::new_err(format!(
+            "{name}: expected at least {min}, found {v}"
+        )));
+    }
+    usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{name}: {v} is too large")))
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn threads_arg(threads: Option<i64>) -> PyResult<usize> {
+    match threads {
+        None => Ok(default_threads()),
+        Some(t) => count("threads", t, 1),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// numpy input
+
+/// What a numpy dtype becomes on the Rust side.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Elem {
+    F32,
+    U8,
+    I8,
+}
+
+fn shape_str(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn dtype_name(d: &Bound<'_, PyArrayDescr>) -> String {
+    d.str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `obj` as a numpy array (anything else goes through `numpy.asarray`, so
+/// lists work too).
+fn as_ndarray<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let arr = if obj.is_instance_of::<PyUntypedArray>() {
+        obj.clone()
+    } else {
+        let np = py.import("numpy")?;
+        np.call_method1("asarray", (obj,)).map_err(|e| {
+            PyTypeError::new_err(format!(
+                "{what}: expected a numpy array, got {} ({e})",
+                obj.get_type().name().map_or("?".into(), |n| n.to_string())
+            ))
+        })?
+    };
+    Ok(arr.cast_into::<PyUntypedArray>()?)
+}
+
+/// A C-contiguous native-endian array of `target` built from `arr`, copying
+/// only when the dtype or the memory order requires it.
+fn contiguous<'py>(
+    py: Python<'py>,
+    arr: &Bound<'py, PyUntypedArray>,
+    target: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let np = py.import("numpy")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", np.getattr(target)?)?;
+    np.call_method("ascontiguousarray", (arr,), Some(&kwargs))
+}
+
+/// The Rust element type for a data array: float32, uint8 and int8 as they
+/// are; float64 converted to float32; anything else refused.
+fn data_elem(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Elem> {
+    let d = arr.dtype();
+    match (d.kind(), d.itemsize()) {
+        (b'f', 4) | (b'f', 8) => Ok(Elem::F32),
+        (b'u', 1) => Ok(Elem::U8),
+        (b'i', 1) => Ok(Elem::I8),
+        _ => Err(PyTypeError::new_err(format!(
+            "data: unsupported dtype {}; expected float32, uint8 or int8 \
+             (float64 is converted to float32)",
+            dtype_name(&d)
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// build_index
+
+fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("n", r.n)?;
+    d.set_item("dim", r.dim)?;
+    d.set_item("threads", r.threads)?;
+    let stages = PyDict::new(py);
+    for (name, s) in &r.stages {
+        stages.set_item(name, s)?;
+    }
+    d.set_item("stages", stages)?;
+    d.set_item("total_s", r.total_s)?;
+    d.set_item("peak_rss_bytes", r.peak_rss_bytes)?;
+    d.set_item("index_bytes", r.index_bytes)?;
+    d.set_item("graph_mean_degree", r.graph_mean_degree)?;
+    Ok(d)
+}
+
+/// Builds a disk index of `data` in `index_dir`; see `stratavec.build_index`.
+#[pyfunction]
+#[pyo3(signature = (
+    data, index_dir, *, metric = "l2", graph_degree = 64, complexity = 128,
+    alpha = 1.2, pq_bytes = 32, passes = 1, page_size = 4096, seed = 42,
+    threads = None, profile = "diskann"
+))]
+#[allow(clippy::too_many_arguments)]
+fn build_index<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    index_dir: PathBuf,
+    metric: &str,
+    graph_degree: i64,
+    complexity: i64,
+    alpha: f64,
+    pq_bytes: i64,
+    passes: i64,
+    page_size: i64,
+    seed: u64,
+    threads: Option<i64>,
+    profile: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let metric: Metric = metric.parse().map_err(data_err)?;
+    let params = BuildParams {
+        profile: profile.to_string(),
+        metric,
+        graph_degree: count("graph_degree", graph_degree, 1)?,
+        complexity: count("complexity", complexity, 1)?,
+        alpha: alpha as f32,
+        passes: count("passes", passes, 1)?,
+        pq_bytes: count("pq_bytes", pq_bytes, 1)?,
+        page_size: count("page_size", page_size, 1)?,
+        seed,
+        ..BuildParams::default()
+    };
+    let threads = threads_arg(threads)?;
+
+    // A path: the engine maps and validates the file itself.
+    if !data.is_instance_of::<PyUntypedArray>() {
+        if let Ok(path) = data.extract::<PathBuf>() {
+            let report = py
+                .detach(|| stratavec::build_from_file(&path, &index_dir, &params, threads, &Silent))
+                .map_err(to_py)?;
+            return report_dict(py, &report);
+        }
+        if data.is_instance_of::<pyo3::types::PyBytes>() {
+            return Err(PyTypeError::new_err(
+                "data: expected a 2-D numpy array or a path (str or os.PathLike), got bytes",
+            ));
+        }
+    }
+
+    let arr = as_ndarray(py, data, "data")?;
+    let shape = arr.shape().to_vec();
+    if shape.len() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "data: expected a 2-D array (n, dim), got a {}-D array of shape {}",
+            shape.len(),
+            shape_str(&shape)
+        )));
+    }
+    let (n, dim) = (shape[0], shape[1]);
+    if n == 0 || dim == 0 {
+        return Err(PyValueError::new_err(format!(
+            "data: expected at least one vector of at least one dimension, got shape {}",
+            shape_str(&shape)
+        )));
+    }
+    let elem = data_elem(&arr)?;
+    let source = format!("data {}", shape_str(&shape));
+    let report = match elem {
+        Elem::F32 => {
+            let a = contiguous(py, &arr, "float32")?.cast_into::<PyArray2<f32>>()?;
+            let ro = a.readonly();
+            let slice = ro.as_slice()?;
+            // The array stays borrowed (not copied) while the GIL is released;
+            // like every numpy-consuming extension, this relies on Python code
+            // not writing to it meanwhile.
+            py.detach(|| -> stratavec::Result<_> {
+                let v = Vectors::f32(slice, dim)?;
+                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
+            })
+        }
+        Elem::U8 => {
+            let a = contiguous(py, &arr, "uint8")?.cast_into::<PyArray2<u8>>()?;
+            let ro = a.readonly();
+            let slice = ro.as_slice()?;
+            py.detach(|| -> stratavec::Result<_> {
+                let v = Vectors::u8(slice, dim)?;
+                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
+            })
+        }
+        Elem::I8 => {
+            let a = contiguous(py, &arr, "int8")?.cast_into::<PyArray2<i8>>()?;
+            let ro = a.readonly();
+            let slice = ro.as_slice()?;
+            py.detach(|| -> stratavec::Result<_> {
+                let v = Vectors::i8(slice, dim)?;
+                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
+            })
+        }
+    }
+    .map_err(to_py)?;
+    report_dict(py, &report)
+}
+
+// ---------------------------------------------------------------------------
+// Index
+
+/// An open disk index; see `stratavec.Index`.
+#[pyclass(frozen, module = "stratavec", name = "Index")]
+struct Index {
+    inner: stratavec::Index,
+}
+
+impl Index {
+    /// Queries as one row-major f32 buffer (always an owned copy, so nothing
+    /// Python can touch is borrowed while the GIL is released) and their count.
+    fn queries(&self, py: Python<'_>, queries: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize)> {
+        let arr = as_ndarray(py, queries, "queries")?;
+        let shape = arr.shape().to_vec();
+        let dim = self.inner.dim();
+        let (nq, d) = match shape.as_slice() {
+            [d] => (1, *d),
+            [nq, d] => (*nq, *d),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "queries: expected a 1-D array (one query) or a 2-D array (nq, {dim}), \
+                     got a {}-D array of shape {}",
+                    shape.len(),
+                    shape_str(&shape)
+                )))
+            }
+        };
+        if d != dim {
+            return Err(PyValueError::new_err(format!(
+                "queries: expected dimension {dim} (the index dimension), found {d} \
+                 (shape {})",
+                shape_str(&shape)
+            )));
+        }
+        if nq == 0 {
+            return Err(PyValueError::new_err(format!(
+                "queries: expected at least one query, got shape {}",
+                shape_str(&shape)
+            )));
+        }
+        let dt = arr.dtype();
+        match (dt.kind(), dt.itemsize()) {
+            (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "queries: unsupported dtype {}; expected float32 \
+                     (float64, uint8 and int8 are converted to float32)",
+                    dtype_name(&dt)
+                )))
+            }
+        }
+        // 1-D or 2-D: either way a C-contiguous buffer of nq * dim floats.
+        let a = contiguous(py, &arr, "float32")?.cast_into::<PyArrayDyn<f32>>()?;
+        let v = a.readonly().as_slice()?.to_vec();
+        Ok((v, nq))
+    }
+}
+
+fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let col = |f: &dyn Fn(&stratavec::search::QueryStats) -> u64| -> Vec<u64> {
+        r.stats.iter().map(f).collect()
+    };
+    d.set_item("reads", col(&|s| s.reads).into_pyarray(py))?;
+    d.set_item("bytes", col(&|s| s.bytes).into_pyarray(py))?;
+    d.set_item("hops", col(&|s| s.hops).into_pyarray(py))?;
+    d.set_item("cache_hits", col(&|s| s.cache_hits).into_pyarray(py))?;
+    d.set_item("exact", col(&|s| s.exact).into_pyarray(py))?;
+    d.set_item("estimated", col(&|s| s.estimated).into_pyarray(py))?;
+    let lat: Vec<f64> = r.stats.iter().map(|s| s.latency_us).collect();
+    d.set_item("latency_us", lat.into_pyarray(py))?;
+    d.set_item("nq", nq)?;
+    d.set_item("wall_s", r.wall_s)?;
+    d.set_item(
+        "qps",
+        if r.wall_s > 0.0 {
+            nq as f64 / r.wall_s
+        } else {
+            f64::INFINITY
+        },
+    )?;
+    d.set_item("io_wait_s", r.io_wait_s)?;
+    d.set_item("io_backend", &r.io_backend)?;
+    d.set_item("proc_read_bytes", r.proc_read_bytes)?;
+    d.set_item("failed", r.failed())?;
+    Ok(d)
+}
+
+#[pymethods]
+impl Index {
+    /// Opens the index in `index_dir`; see `stratavec.Index.open`.
+    #[staticmethod]
+    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto"))]
+    fn open(
+        py: Python<'_>,
+        index_dir: PathBuf,
+        memory_budget_mb: Option<f64>,
+        io: &str,
+    ) -> PyResult<Index> {
+        let budget = match memory_budget_mb {
+            None => None,
+            Some(mb) if mb.is_finite() && mb > 0.0 => Some((mb * 1e6) as u64),
+            Some(mb) => {
+                return Err(PyValueError::new_err(format!(
+                    "memory_budget_mb: expected a positive number of MB, found {mb}"
+                )))
+            }
+        };
+        let opts = OpenOptions {
+            memory_budget_bytes: budget,
+            // Inferred, so this crate needs no direct stratavec-io dependency.
+            io: io.parse().map_err(|e: String| PyValueError::new_err(e))?,
+            // Reserve I/O buffers for the default search (all cores).
+            reserve_threads: default_threads(),
+            ..OpenOptions::default()
+        };
+        let dir = index_dir.clone();
+        match py.detach(|| stratavec::Index::open(&dir, &opts)) {
+            Ok(inner) => Ok(Index { inner }),
+            Err(e @ Error::Index { .. }) if !index_dir.join(MANIFEST).is_file() => {
+                // No directory, or no manifest in it: the index is not there.
+                Err(PyFileNotFoundError::new_err(e.to_string()))
+            }
+            Err(e) => Err(to_py(e)),
+        }
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    #[getter]
+    fn metric(&self) -> &'static str {
+        self.inner.metric().as_str()
+    }
+
+    #[getter]
+    fn profile(&self) -> String {
+        self.inner.manifest.profile.clone()
+    }
+
+    /// numpy name of the stored element type: "float32", "uint8" or "int8".
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.manifest.dtype.long_name()
+    }
+
+    #[getter]
+    fn cached_nodes(&self) -> usize {
+        self.inner.cached_nodes()
+    }
+
+    #[getter]
+    fn index_dir(&self) -> PathBuf {
+        self.inner.dir.clone()
+    }
+
+    /// Name of the I/O backend in use ("io_uring+direct", "pread", ...).
+    #[getter]
+    fn io_backend(&self) -> String {
+        self.inner.io_backend()
+    }
+
+    /// RAM held, by part, plus "total" (bytes).
+    fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.inner.memory();
+        let d = PyDict::new(py);
+        for (part, bytes) in &m.parts {
+            d.set_item(part, bytes)?;
+        }
+        d.set_item("total", m.total())?;
+        Ok(d)
+    }
+
+    /// Searches; see `stratavec.Index.search`.
+    #[pyo3(signature = (
+        queries, k = 10, *, complexity = 64, beam_width = 4, threads = None,
+        in_flight = 16, return_stats = false
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: i64,
+        complexity: i64,
+        beam_width: i64,
+        threads: Option<i64>,
+        in_flight: i64,
+        return_stats: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let this = slf.get();
+        // Negative numbers are refused here; zero and out-of-range values go
+        // to the engine, whose messages name the valid range.
+        let k = count("k", k, 0)?;
+        let params = SearchParams {
+            k,
+            // L below k cannot return k results; raise it rather than fail.
+            complexity: count("complexity", complexity, 1)?.max(k),
+            beam_width: count("beam_width", beam_width, 1)?,
+            threads: threads_arg(threads)?,
+            in_flight: count("in_flight", in_flight, 1)?,
+        };
+        let (q, nq) = this.queries(py, queries)?;
+        let res = py
+            .detach(|| this.inner.search_batch(&q, &params))
+            .map_err(to_py)?;
+        let failed = res.failed();
+        if failed > 0 {
+            let first = res
+                .errors
+                .iter()
+                .flatten()
+                .next()
+                .cloned()
+                .unwrap_or_default();
+            return Err(PyOSError::new_err(format!(
+                "{failed} of {nq} queries failed; first error: {first}"
+            )));
+        }
+        let ids: Vec<i64> = res
+            .ids
+            .iter()
+            .map(|&i| if i == u32::MAX { -1 } else { i as i64 })
+            .collect();
+        let shape = (nq, k);
+        let ids = Array2::from_shape_vec(shape, ids)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyarray(py);
+        let dists = Array2::from_shape_vec(shape, res.dists.clone())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyarray(py);
+        if return_stats {
+            let stats = stats_dict(py, &res, nq)?;
+            PyTuple::new(py, [dists.into_any(), ids.into_any(), stats.into_any()])
+        } else {
+            PyTuple::new(py, [dists.into_any(), ids.into_any()])
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "stratavec.Index({:?}, n={}, dim={}, dtype={}, metric={}, profile={}, \
+             memory={:.1} MB, cached_nodes={})",
+            self.inner.dir.display().to_string(),
+            self.inner.len(),
+            self.inner.dim(),
+            self.inner.manifest.dtype.long_name(),
+            self.inner.metric().as_str(),
+            self.inner.manifest.profile,
+            self.inner.memory().total() as f64 / 1e6,
+            self.inner.cached_nodes()
+        )
+    }
+}
+
+/// Compiled core of the `stratavec` package; import `stratavec` instead.
+#[pymodule]
+mod _stratavec {
+    #[pymodule_export]
+    use super::build_index;
+    #[pymodule_export]
+    use super::Index;
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}

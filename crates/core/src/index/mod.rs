@@ -7,4 +7,4 @@ pub mod open;
 
 pub use build::{build_from_file, build_index, BuildParams, BuildReport};
 pub use manifest::{Manifest, FORMAT_VERSION};
-pub use open::{BatchResult, Index, OpenOptions};
+pub use open::{BatchResult, FaultPredicate, Index, OpenOptions};

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
-use stratavec_io::{open_reader, proc_self_io, Backend, BlockReader, ReaderOptions};
+use stratavec_io::{open_reader, proc_self_io, Backend, BlockReader, FaultyReader, ReaderOptions};
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct OpenOptions {
     /// Bytes the index may hold in RAM (codes + cache + I/O buffers). `None`:
     /// codes only, no node cache.
@@ -31,7 +31,13 @@ pub struct OpenOptions {
     pub reserve_beam_width: usize,
     /// Re-hash every file against the manifest (slow on big indexes).
     pub verify_checksums: bool,
+    /// Test hook: reads at offsets for which this returns true fail with an
+    /// injected EIO (proves that an I/O error fails one query, not the batch).
+    pub fault_injection: Option<FaultPredicate>,
 }
+
+/// Which read offsets of the pages file fail (see `OpenOptions::fault_injection`).
+pub type FaultPredicate = std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync>;
 
 impl Default for OpenOptions {
     fn default() -> Self {
@@ -42,6 +48,7 @@ impl Default for OpenOptions {
             reserve_in_flight: 16,
             reserve_beam_width: 4,
             verify_checksums: false,
+            fault_injection: None,
         }
     }
 }
@@ -56,6 +63,7 @@ pub struct Index {
     entry: Medoid,
     memory: MemoryReport,
     io: Backend,
+    fault: Option<FaultPredicate>,
     /// Name of the I/O backend actually used ("io_uring+direct", ...).
     io_name: Mutex<String>,
 }
@@ -237,6 +245,7 @@ impl Index {
             cache,
             memory,
             io: opts.io,
+            fault: opts.fault_injection.clone(),
             io_name: Mutex::new(io_name),
         })
     }
@@ -376,6 +385,12 @@ impl Index {
                                 ..Default::default()
                             },
                         )?;
+                        if let Some(fail) = self.fault.clone() {
+                            reader = Box::new(
+                                FaultyReader::new(reader, Box::new(move |o| fail(o)))
+                                    .with_path(self.pages_path.clone()),
+                            );
+                        }
                         let name = reader.name().to_string();
                         let mut local = Vec::with_capacity(64);
                         let flush = |local: &mut Vec<(

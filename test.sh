@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# All tests: formatting and lints, Rust unit/property/integration tests
+# (including the real-data test on the wordnet-minilm 20k subset, skipped with
+# a message when ../shared is absent), and the Python package's tests.
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p .cache
+export CARGO_TERM_COLOR=never
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -q -- -D warnings
+
+step "real data: wordnet-minilm 20k subset"
+if dir=$(scripts/wordnet.sh 20k); then
+  export STRATAVEC_WORDNET_DIR="$PWD/$dir"
+else
+  echo "skipping the real-data test: make it with scripts/wordnet.sh 20k (needs ../shared/data/wordnet-minilm)"
+fi
+
+step "cargo test"
+cargo test --workspace --release
+
+step "python tests"
+venv=.cache/venv-py
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest
+# maturin develop builds the extension into the venv (release, like users get).
+VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --release -q -m python/Cargo.toml
+"$venv/bin/python" -m pytest -q python/tests
