@@ -2,6 +2,8 @@
 //! Argument parsing and presentation only; every algorithm is in the
 //! `stratavec` library.
 
+#![forbid(unsafe_code)]
+
 mod cmd_build;
 mod cmd_convert;
 mod cmd_gt;

@@ -2,6 +2,8 @@
 //! techniques compose. See ARCHITECTURE.md for the map: one module per
 //! question (what is in RAM, disk layout, distance estimation, entry points,
 //! read order).
+#![forbid(unsafe_code)]
+
 pub mod data;
 pub mod entry;
 pub mod error;

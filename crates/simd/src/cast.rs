@@ -8,8 +8,8 @@
 /// then decodes into a scratch buffer with [`decode_f32`]).
 pub fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
     if cfg!(target_endian = "big")
-        || bytes.len() % 4 != 0
-        || (bytes.as_ptr() as usize) % std::mem::align_of::<f32>() != 0
+        || !bytes.len().is_multiple_of(4)
+        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>())
     {
         return None;
     }

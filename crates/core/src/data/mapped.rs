@@ -1,6 +1,6 @@
-//! The only unsafe code of `data`: mapping a file and viewing mapped bytes as
-//! typed elements without copying. Kept in this one small file so it can be
-//! audited (or moved into `stratavec-io`) as a unit.
+//! Mapping a file and viewing mapped bytes as typed elements without copying.
+//! The unsafe parts are `stratavec_io::map_readonly` and
+//! `stratavec_simd::cast` (unsafe code lives only in those two crates).
 
 use std::fs::File;
 use std::path::Path;
@@ -22,32 +22,19 @@ pub(crate) fn map_file(path: &Path) -> Result<Mmap, DataError> {
             path: path.to_path_buf(),
         });
     }
-    // SAFETY: the map is read-only and private to this process. Like every
-    // mmap-based reader, we rely on the file not being truncated or rewritten
-    // while it is open; stratavec's own writers never do that (they write a
-    // temporary sibling and rename it over the old file, which leaves this
-    // mapping pointing at the old inode).
-    unsafe { Mmap::map(&file) }.map_err(|e| DataError::io(path, "mmap", e))
+    stratavec_io::map_readonly(&file).map_err(|e| DataError::io(path, "mmap", e))
 }
 
 /// Views little-endian f32 bytes as `&[f32]` without copying, or `None` when
 /// that is impossible (misaligned start, length not a multiple of 4, or a
 /// big-endian host); callers then fall back to [`decode_f32`].
 pub(crate) fn cast_f32(bytes: &[u8]) -> Option<&[f32]> {
-    if cfg!(target_endian = "big") {
-        return None;
-    }
-    // SAFETY: every 4-byte pattern is a valid f32, and `align_to` only puts in
-    // the middle slice the part of `bytes` that is correctly aligned for f32.
-    let (head, body, tail) = unsafe { bytes.align_to::<f32>() };
-    (head.is_empty() && tail.is_empty()).then_some(body)
+    stratavec_simd::cast::as_f32(bytes)
 }
 
 /// Views bytes as `&[i8]` (same size and alignment as u8).
 pub(crate) fn cast_i8(bytes: &[u8]) -> &[i8] {
-    // SAFETY: i8 and u8 have the same size and alignment and every bit
-    // pattern is valid for both; the lifetime is carried over unchanged.
-    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
+    stratavec_simd::cast::as_i8(bytes)
 }
 
 /// Copies little-endian f32 bytes into a vector (the fallback of [`cast_f32`]).

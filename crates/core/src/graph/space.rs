@@ -24,7 +24,7 @@ impl<'a> BuildSpace<'a> {
     /// `data` is row-major `n x dim`. For `Metric::Cosine` it must already be
     /// normalised (the index builder does that once).
     pub fn new(data: &'a [f32], dim: usize, metric: Metric) -> Self {
-        assert!(dim > 0 && data.len() % dim == 0);
+        assert!(dim > 0 && data.len().is_multiple_of(dim));
         let (ext, two_m_sq) = match metric {
             Metric::InnerProduct => {
                 let norms: Vec<f32> = data

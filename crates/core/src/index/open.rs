@@ -68,6 +68,10 @@ pub struct Index {
     io_name: Mutex<String>,
 }
 
+/// One finished query on its way to the batch result: index, (distance,
+/// id) list, counters, error.
+type Finished = (usize, Vec<(f32, u32)>, QueryStats, Option<String>);
+
 /// Results of a batch: `k` ids and distances per query, row-major; a query
 /// with fewer than `k` results (or a failed one) is padded with `u32::MAX`
 /// and `f32::INFINITY`.
@@ -313,7 +317,7 @@ impl Index {
         if params.beam_width == 0 || params.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", params.beam_width));
         }
-        if queries.is_empty() || queries.len() % dim != 0 {
+        if queries.is_empty() || !queries.len().is_multiple_of(dim) {
             return Err(Error::argument(
                 "queries",
                 format!("a non-empty multiple of the index dimension {dim}"),
@@ -393,12 +397,7 @@ impl Index {
                         }
                         let name = reader.name().to_string();
                         let mut local = Vec::with_capacity(64);
-                        let flush = |local: &mut Vec<(
-                            usize,
-                            Vec<(f32, u32)>,
-                            QueryStats,
-                            Option<String>,
-                        )>| {
+                        let flush = |local: &mut Vec<Finished>| {
                             let mut o = shared.lock().expect("results lock");
                             for (qi, res, st, err) in local.drain(..) {
                                 for (j, (d, id)) in res.into_iter().enumerate() {

@@ -70,11 +70,9 @@ impl CoupledLayout {
     }
 
     fn first_page(&self, id: u32) -> usize {
-        1 + if self.nodes_per_page > 0 {
-            id as usize / self.nodes_per_page
-        } else {
-            id as usize * self.pages_per_node
-        }
+        1 + (id as usize)
+            .checked_div(self.nodes_per_page)
+            .unwrap_or(id as usize * self.pages_per_node)
     }
 
     /// Streams the pages file. `vector_bytes(id, out)` fills the stored form of

@@ -48,7 +48,7 @@ impl Rng {
     /// Uniform in `0..n` (n > 0), by Lemire's multiply-shift (bias < 2^-32 for
     /// the sizes used here, and deterministic, which is what matters).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
 
     /// Uniform f32 in [0, 1).

@@ -1,0 +1,318 @@
+"""stratavec: disk-resident approximate nearest neighbor search.
+
+A graph index (Vamana, as in DiskANN) lives on disk; only compressed codes
+(PQ) and an optional cache of nodes near the entry point are held in RAM, so
+an index far larger than memory can be searched with a few reads per query.
+
+Quick start::
+
+    import numpy as np
+    import stratavec
+
+    xb = np.random.rand(100_000, 128).astype(np.float32)   # base vectors
+    xq = np.random.rand(1_000, 128).astype(np.float32)     # queries
+
+    stratavec.build_index(xb, "my_index", metric="l2")
+    index = stratavec.Index.open("my_index", memory_budget_mb=64)
+    D, I = index.search(xq, k=10)       # like faiss: distances, ids (nq, k)
+
+``D`` holds squared L2 distances for ``metric="l2"``, the *negated* inner
+product for ``"ip"`` and ``1 - cos`` for ``"cosine"``: smaller is always
+closer. ``I`` holds int64 row numbers of the base vectors, ``-1`` where fewer
+than ``k`` results were found.
+
+Builds and searches release the GIL, so one ``Index`` can be searched from
+several Python threads at once.
+
+Errors: ``ValueError`` for bad arguments, bad data and corrupt indexes,
+``TypeError`` for unsupported dtypes, ``FileNotFoundError`` when an index or
+data file is not there, ``FileExistsError`` when ``build_index`` would
+overwrite something that is not an index, and ``OSError`` for I/O failures.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _stratavec
+from ._stratavec import __version__
+
+__all__ = ["build_index", "Index", "__version__"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def build_index(
+    data: Union[np.ndarray, PathLike],
+    index_dir: PathLike,
+    *,
+    metric: str = "l2",
+    graph_degree: int = 64,
+    complexity: int = 128,
+    alpha: float = 1.2,
+    pq_bytes: int = 32,
+    passes: int = 1,
+    page_size: int = 4096,
+    seed: int = 42,
+    threads: Optional[int] = None,
+    profile: str = "diskann",
+) -> Dict[str, Any]:
+    """Build a disk index of ``data`` in the directory ``index_dir``.
+
+    Parameters
+    ----------
+    data : numpy.ndarray or str or os.PathLike
+        Either a 2-D array of shape ``(n, dim)`` -- ``float32``, ``uint8`` or
+        ``int8`` are used as they are, ``float64`` is converted to
+        ``float32`` (a copy) -- or the path of a vector file (``.fbin``,
+        ``.u8bin``, ``.i8bin``, ``.fvecs``, ``.bvecs``, ``.npy``), which is
+        memory-mapped rather than loaded. Row ``i`` gets id ``i``. Do not
+        modify the array while the build runs (the GIL is released and the
+        array is read in place).
+    index_dir : str or os.PathLike
+        Where to write the index. Must not exist, be an empty directory, or
+        hold an earlier stratavec index (which is replaced atomically once
+        the new one is complete).
+    metric : {"l2", "ip", "cosine"}
+        Distance: squared Euclidean, maximum inner product (aliases
+        ``"inner_product"``, ``"mips"``) or cosine (``"angular"``). ``uint8``
+        and ``int8`` data support ``"l2"`` only.
+    graph_degree : int
+        Maximum out-degree of the graph (DiskANN's ``R``).
+    complexity : int
+        Candidate list size during the build (DiskANN's ``L``); at least
+        ``graph_degree``.
+    alpha : float
+        Pruning slack (1.0 to 4.0); larger keeps longer edges.
+    pq_bytes : int
+        Bytes of product-quantization code kept in RAM per vector; at most
+        ``dim``. More bytes: better recall, more memory.
+    passes : int
+        Insertion passes (1 like DiskANN's builder, 2 like the Vamana paper).
+    page_size : int
+        Disk page size in bytes: 4096, 8192 or 16384.
+    seed : int
+        Seed of every random choice; builds with ``threads=1`` are
+        byte-identical across runs.
+    threads : int, optional
+        Build threads (default: all cores). The index is the same for any
+        value.
+    profile : str
+        Named composition of techniques; ``"diskann"`` is the one built today.
+
+    Returns
+    -------
+    dict
+        The build report: ``n``, ``dim``, ``threads``, ``stages`` (stage name
+        -> seconds), ``total_s``, ``peak_rss_bytes``, ``index_bytes`` and
+        ``graph_mean_degree``.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, an array that is not 2-D or is empty, NaN/inf values.
+    TypeError
+        An unsupported dtype.
+    FileNotFoundError
+        ``data`` is a path that does not exist.
+    FileExistsError
+        ``index_dir`` holds something other than a stratavec index.
+    """
+    return _stratavec.build_index(
+        data,
+        index_dir,
+        metric=metric,
+        graph_degree=graph_degree,
+        complexity=complexity,
+        alpha=alpha,
+        pq_bytes=pq_bytes,
+        passes=passes,
+        page_size=page_size,
+        seed=seed,
+        threads=threads,
+        profile=profile,
+    )
+
+
+class Index:
+    """A stratavec index opened for search.
+
+    Open with :meth:`Index.open` (or ``Index(index_dir, ...)``, which is the
+    same). What stays in RAM is the PQ codes, the I/O buffers and, given a
+    ``memory_budget_mb``, a cache of the graph nodes nearest the entry point
+    (filled breadth-first until the budget is spent); everything else is read
+    from disk per query.
+
+    Examples
+    --------
+    >>> index = stratavec.Index.open("my_index", memory_budget_mb=64)
+    >>> D, I = index.search(xq, k=10, complexity=100)
+    >>> D, I, stats = index.search(xq, k=10, return_stats=True)
+    >>> stats["reads"].mean(), stats["qps"]
+    """
+
+    __slots__ = ("_index",)
+
+    def __init__(
+        self,
+        index_dir: PathLike,
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> None:
+        self._index = _stratavec.Index.open(index_dir, memory_budget_mb, io)
+
+    @classmethod
+    def open(
+        cls,
+        index_dir: PathLike,
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> "Index":
+        """Open the index in ``index_dir``.
+
+        Parameters
+        ----------
+        index_dir : str or os.PathLike
+            A directory written by :func:`build_index`.
+        memory_budget_mb : float, optional
+            RAM the index may hold, in MB (10**6 bytes): PQ codes + I/O
+            buffers + node cache. The budget is enforced: one too small for
+            the codes and buffers raises ``ValueError`` saying how much is
+            needed. ``None`` keeps codes and buffers only (no cache).
+        io : {"auto", "io_uring", "pread", "buffered", "ram"}
+            I/O backend. ``"auto"`` picks io_uring with O_DIRECT when the
+            machine allows it and falls back otherwise; ``"ram"`` reads the
+            whole index into memory (for tests and small indexes).
+
+        Raises
+        ------
+        FileNotFoundError
+            ``index_dir`` does not exist or holds no ``manifest.json``.
+        ValueError
+            The index is corrupt, truncated, from a newer stratavec, or the
+            budget is too small.
+        """
+        return cls(index_dir, memory_budget_mb, io)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._index.dim
+
+    @property
+    def n(self) -> int:
+        """Number of indexed vectors (also ``len(index)``)."""
+        return self._index.n
+
+    def __len__(self) -> int:
+        return self._index.n
+
+    @property
+    def metric(self) -> str:
+        """``"l2"``, ``"ip"`` or ``"cosine"``."""
+        return self._index.metric
+
+    @property
+    def profile(self) -> str:
+        """The profile the index was built with (e.g. ``"diskann"``)."""
+        return self._index.profile
+
+    @property
+    def dtype(self) -> str:
+        """numpy name of the stored vectors: ``"float32"``, ``"uint8"`` or ``"int8"``."""
+        return self._index.dtype
+
+    @property
+    def cached_nodes(self) -> int:
+        """Graph nodes held in the RAM cache."""
+        return self._index.cached_nodes
+
+    @property
+    def index_dir(self) -> str:
+        """The index directory."""
+        return os.fspath(self._index.index_dir)
+
+    @property
+    def io_backend(self) -> str:
+        """The I/O backend in use (e.g. ``"io_uring+direct"``)."""
+        return self._index.io_backend
+
+    def memory(self) -> Dict[str, int]:
+        """RAM held by the index, in bytes, by part (``codes``, ``cache``,
+        ``buffers``) plus ``total``."""
+        return self._index.memory()
+
+    def search(
+        self,
+        queries: np.ndarray,
+        k: int = 10,
+        *,
+        complexity: int = 64,
+        beam_width: int = 4,
+        threads: Optional[int] = None,
+        in_flight: int = 16,
+        return_stats: bool = False,
+    ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
+        """Find the ``k`` nearest neighbours of each query.
+
+        Parameters
+        ----------
+        queries : numpy.ndarray
+            Shape ``(nq, dim)``, or ``(dim,)`` for one query. ``float32``;
+            ``float64``, ``uint8`` and ``int8`` are converted. For a
+            ``uint8``/``int8`` index the values must be integers in that
+            type's range.
+        k : int
+            Neighbours per query; 1 to ``len(index)``.
+        complexity : int
+            Search list size (DiskANN's ``L``). Larger: better recall, more
+            reads. Raised to ``k`` if smaller.
+        beam_width : int
+            Reads issued per hop (DiskANN's ``W``), 1 to 64.
+        threads : int, optional
+            Search threads (default: all cores).
+        in_flight : int
+            Queries each thread keeps in flight, so its reads overlap.
+        return_stats : bool
+            Also return a dict of statistics: per-query numpy arrays
+            ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
+            ``estimated``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
+            ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``.
+
+        Returns
+        -------
+        D : numpy.ndarray of float32, shape (nq, k)
+            Distances, closest first (see the module docs for each metric);
+            ``inf`` where there is no result.
+        I : numpy.ndarray of int64, shape (nq, k)
+            Ids (row numbers of the build data); ``-1`` where there is no
+            result. A 1-D query gives shape ``(1, k)``, as in faiss.
+        stats : dict
+            Only with ``return_stats=True``.
+
+        Raises
+        ------
+        ValueError
+            Wrong dimension, NaN/inf in the queries, ``k`` out of range, an
+            empty or 3-D array, and so on.
+        TypeError
+            An unsupported dtype.
+        OSError
+            Reads failed for some queries (the message says how many and
+            gives the first error).
+        """
+        return self._index.search(
+            queries,
+            k,
+            complexity=complexity,
+            beam_width=beam_width,
+            threads=threads,
+            in_flight=in_flight,
+            return_stats=return_stats,
+        )
+
+    def __repr__(self) -> str:
+        return repr(self._index)

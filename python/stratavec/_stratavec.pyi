@@ -1,0 +1,60 @@
+# Stub of the compiled module; the documented API is in stratavec/__init__.py.
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+__version__: str
+
+def build_index(
+    data: Union[np.ndarray, str, os.PathLike[str]],
+    index_dir: Union[str, os.PathLike[str]],
+    *,
+    metric: str = "l2",
+    graph_degree: int = 64,
+    complexity: int = 128,
+    alpha: float = 1.2,
+    pq_bytes: int = 32,
+    passes: int = 1,
+    page_size: int = 4096,
+    seed: int = 42,
+    threads: Optional[int] = None,
+    profile: str = "diskann",
+) -> Dict[str, Any]: ...
+
+class Index:
+    @staticmethod
+    def open(
+        index_dir: Union[str, os.PathLike[str]],
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> Index: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    def __len__(self) -> int: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def cached_nodes(self) -> int: ...
+    @property
+    def index_dir(self) -> str: ...
+    @property
+    def io_backend(self) -> str: ...
+    def memory(self) -> Dict[str, int]: ...
+    def search(
+        self,
+        queries: np.ndarray,
+        k: int = 10,
+        *,
+        complexity: int = 64,
+        beam_width: int = 4,
+        threads: Optional[int] = None,
+        in_flight: int = 16,
+        return_stats: bool = False,
+    ) -> Tuple[Any, ...]: ...
