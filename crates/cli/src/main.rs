@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cmd_bench_io;
 mod cmd_build;
 mod cmd_convert;
 mod cmd_gt;
@@ -39,6 +40,8 @@ enum Command {
     Convert(cmd_convert::Args),
     /// Write a seeded synthetic data set (base, queries, ground truth).
     Synth(cmd_synth::Args),
+    /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
+    BenchIo(cmd_bench_io::Args),
 }
 
 fn main() {
@@ -50,6 +53,7 @@ fn main() {
         Command::Info(a) => cmd_info::run(a),
         Command::Convert(a) => cmd_convert::run(a),
         Command::Synth(a) => cmd_synth::run(a),
+        Command::BenchIo(a) => cmd_bench_io::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

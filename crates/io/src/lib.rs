@@ -19,6 +19,7 @@ mod fault;
 mod mmap;
 mod open;
 mod pread;
+pub mod probe;
 mod ram;
 mod slots;
 mod uring;
