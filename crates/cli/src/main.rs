@@ -4,6 +4,8 @@
 
 #![forbid(unsafe_code)]
 
+mod bench;
+mod cmd_bench;
 mod cmd_bench_io;
 mod cmd_build;
 mod cmd_convert;
@@ -40,6 +42,8 @@ enum Command {
     Convert(cmd_convert::Args),
     /// Write a seeded synthetic data set (base, queries, ground truth).
     Synth(cmd_synth::Args),
+    /// Sweep profiles and peers on one data set; JSON lines + Pareto summary.
+    Bench(cmd_bench::Args),
     /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
     BenchIo(cmd_bench_io::Args),
 }
@@ -54,6 +58,7 @@ fn main() {
         Command::Convert(a) => cmd_convert::run(a),
         Command::Synth(a) => cmd_synth::run(a),
         Command::BenchIo(a) => cmd_bench_io::run(a),
+        Command::Bench(a) => cmd_bench::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

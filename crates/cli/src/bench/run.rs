@@ -1,0 +1,162 @@
+//! One stratavec profile in a bench run: build (in a child process, so its
+//! peak RSS is its own) or reuse a matching index, then sweep L.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use stratavec::data::{recall, GroundTruth};
+use stratavec::index::Manifest;
+use stratavec::{BuildParams, Index, OpenOptions, SearchParams};
+
+/// Builds `params` at `dir` unless a complete index with exactly these
+/// parameters is already there. Returns the build report as JSON.
+pub fn build_or_reuse(
+    base: &Path,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    rebuild: bool,
+) -> Result<Value> {
+    let report_path = dir.join(stratavec::index::build::BUILD_REPORT);
+    if !rebuild {
+        if let Ok(m) = Manifest::read(dir) {
+            if &m.build == params {
+                if let Ok(text) = std::fs::read_to_string(&report_path) {
+                    let mut v: Value = serde_json::from_str(&text)?;
+                    v["reused"] = true.into();
+                    return Ok(v);
+                }
+            }
+        }
+    }
+    let exe = std::env::current_exe()?;
+    let status = Command::new(exe)
+        .arg("build")
+        .arg(base)
+        .arg(dir)
+        .args([
+            "--profile",
+            &params.profile,
+            "--metric",
+            params.metric.as_str(),
+        ])
+        .args(["--graph-degree", &params.graph_degree.to_string()])
+        .args(["--complexity", &params.complexity.to_string()])
+        .args(["--alpha", &params.alpha.to_string()])
+        .args(["--pq-bytes", &params.pq_bytes.to_string()])
+        .args(["--passes", &params.passes.to_string()])
+        .args(["--page-size", &params.page_size.to_string()])
+        .args(["--seed", &params.seed.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .status()
+        .context("start the build child")?;
+    if !status.success() {
+        bail!("building {} failed ({status})", dir.display());
+    }
+    let text = std::fs::read_to_string(&report_path)
+        .with_context(|| format!("read {}", report_path.display()))?;
+    let mut v: Value = serde_json::from_str(&text)?;
+    v["reused"] = false.into();
+    Ok(v)
+}
+
+pub struct Sweep<'a> {
+    pub system: &'a str,
+    pub dataset: &'a str,
+    pub index_dir: &'a Path,
+    pub queries: &'a [f32],
+    pub gt: &'a GroundTruth,
+    pub k: usize,
+    pub ls: &'a [usize],
+    pub beam_width: usize,
+    pub threads: usize,
+    pub in_flight: usize,
+    pub budget_bytes: u64,
+    pub build: &'a Value,
+    pub repeats: usize,
+}
+
+fn pct(sorted: &[f64], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * q).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}
+
+pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
+    let opts = OpenOptions {
+        memory_budget_bytes: Some(s.budget_bytes),
+        reserve_threads: s.threads,
+        reserve_in_flight: s.in_flight,
+        reserve_beam_width: s.beam_width,
+        ..Default::default()
+    };
+    let index = Index::open(s.index_dir, &opts)?;
+    let nq = s.gt.nq;
+    let mem: serde_json::Map<String, Value> = index
+        .memory()
+        .parts
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let index_bytes: u64 = index.manifest.files.values().map(|f| f.bytes).sum();
+    // One discarded pass warms the host's cache of the device as the peers'
+    // own warm-up does, so no system pays for being measured first.
+    let warm = SearchParams {
+        k: s.k,
+        complexity: s.ls[0].max(s.k),
+        beam_width: s.beam_width,
+        threads: s.threads,
+        in_flight: s.in_flight,
+    };
+    index.search_batch(s.queries, &warm)?;
+    let mut rows = Vec::new();
+    for &l in s.ls {
+        let params = SearchParams {
+            complexity: l.max(s.k),
+            ..warm.clone()
+        };
+        // Repeats: keep the run with the median QPS (recall and reads are
+        // identical across repeats; only time varies).
+        let mut runs = Vec::new();
+        for _ in 0..s.repeats.max(1) {
+            runs.push(index.search_batch(s.queries, &params)?);
+        }
+        runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+        let res = &runs[runs.len() / 2];
+        let lists: Vec<&[u32]> = res.ids.chunks(s.k).collect();
+        let r = |k: usize| -> Option<f64> {
+            (k <= s.k && k <= s.gt.k)
+                .then(|| recall(&lists, s.gt, k).map(|r| r.mean).ok())
+                .flatten()
+        };
+        let t = res.total();
+        let mut lat: Vec<f64> = res.stats.iter().map(|x| x.latency_us).collect();
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let n = nq as f64;
+        let span = if t.reads > 0 {
+            t.bytes as f64 / t.reads as f64
+        } else {
+            4096.0
+        };
+        rows.push(json!({
+            "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
+            "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
+            "recall_at_1": r(1), "recall_at_10": r(10), "recall_at_100": r(100),
+            "qps": n / res.wall_s, "search_s": res.wall_s,
+            "mean_us": t.latency_us / n, "p50_us": pct(&lat, 0.5), "p99_us": pct(&lat, 0.99), "p999_us": pct(&lat, 0.999),
+            "reads_per_query": t.reads as f64 / n, "bytes_per_query": t.bytes as f64 / n,
+            "proc_reads_per_query": res.proc_read_bytes.map(|b| b as f64 / span / n),
+            "hops_per_query": t.hops as f64 / n, "cache_hits_per_query": t.cache_hits as f64 / n,
+            "exact_per_query": t.exact as f64 / n, "estimated_per_query": t.estimated as f64 / n,
+            "io_wait_s": res.io_wait_s, "failed": res.failed(), "io_backend": res.io_backend,
+            "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
+            "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
+            "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
+            "build_params": serde_json::to_value(&index.manifest.build)?,
+            "simd": stratavec_simd::kernel_name(), "repeats": s.repeats.max(1),
+        }));
+    }
+    Ok(rows)
+}

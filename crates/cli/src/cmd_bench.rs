@@ -1,0 +1,210 @@
+use crate::bench::{device, peers, run, summary};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use stratavec::data::{GroundTruth, Metric};
+use stratavec::BuildParams;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Data set directory with base.fbin, query.fbin, gt.ibin.
+    #[arg(long)]
+    data: PathBuf,
+    /// Where indexes are built (and reused when their parameters match).
+    #[arg(long, default_value = ".cache/bench")]
+    work: PathBuf,
+    /// JSON lines output (appended to by nothing else; overwritten).
+    #[arg(long, default_value = "benchmarks/results/bench.jsonl")]
+    out: PathBuf,
+    /// stratavec profiles to run.
+    #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
+    profiles: Vec<String>,
+    /// Peers to run in the same session: diskannpy, diskannpy-rust, hnswlib, faiss-ivfpq.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<String>,
+    #[arg(short = 'L', long, value_delimiter = ',', default_values_t = [10, 20, 30, 40, 50, 60, 80, 100, 150, 200])]
+    sweep: Vec<usize>,
+    #[arg(short = 'k', default_value_t = 10)]
+    k: usize,
+    #[arg(long, short = 'W', default_value_t = 4)]
+    beam_width: usize,
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    #[arg(long, default_value_t = 16)]
+    in_flight: usize,
+    /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
+    #[arg(long, default_value_t = 0.2)]
+    memory_fraction: f64,
+    #[arg(long, default_value = "l2")]
+    metric: Metric,
+    #[arg(long, default_value_t = 64)]
+    graph_degree: usize,
+    #[arg(long, default_value_t = 128)]
+    complexity: usize,
+    #[arg(long, default_value_t = 1.2)]
+    alpha: f32,
+    #[arg(long, default_value_t = 48)]
+    pq_bytes: usize,
+    /// Timed repeats per L (the median-QPS run is kept).
+    #[arg(long, default_value_t = 1)]
+    repeats: usize,
+    /// Seconds per device-ceiling measurement (0 skips it).
+    #[arg(long, default_value_t = 2.0)]
+    device_seconds: f64,
+    /// Rebuild indexes even when a matching one exists.
+    #[arg(long)]
+    rebuild: bool,
+}
+
+fn dataset_name(dir: &Path) -> String {
+    dir.file_name()
+        .map_or("data".into(), |s| s.to_string_lossy().into_owned())
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let base = a.data.join("base.fbin");
+    let bfile = stratavec::data::open(&base)?;
+    let (n, dim) = (bfile.n(), bfile.dim());
+    drop(bfile);
+    let qfile = stratavec::data::open(a.data.join("query.fbin"))?;
+    qfile.check_dim(dim, "queries")?;
+    let queries = qfile.to_f32_vec();
+    let gt = GroundTruth::read(a.data.join("gt.ibin"))?;
+    let budget = (n as f64 * dim as f64 * 4.0 * a.memory_fraction) as u64;
+    let budget_mb = budget as f64 / 1e6;
+    let dataset = dataset_name(&a.data);
+    std::fs::create_dir_all(&a.work)?;
+    if let Some(p) = a.out.parent() {
+        std::fs::create_dir_all(p)?;
+    }
+    let mut out =
+        std::fs::File::create(&a.out).with_context(|| format!("create {}", a.out.display()))?;
+    let mut rows: Vec<Value> = Vec::new();
+    let mut emit = |v: Vec<Value>, rows: &mut Vec<Value>| -> Result<()> {
+        for r in v {
+            writeln!(out, "{}", serde_json::to_string(&r)?)?;
+            rows.push(r);
+        }
+        out.flush()?;
+        Ok(())
+    };
+    eprintln!(
+        "bench: {dataset} n={n} d={dim}, budget {budget_mb:.1} MB ({}% of raw), {} threads",
+        a.memory_fraction * 100.0,
+        a.threads
+    );
+
+    let mut first_index: Option<PathBuf> = None;
+    for profile in &a.profiles {
+        let params = BuildParams {
+            profile: profile.clone(),
+            metric: a.metric,
+            graph_degree: a.graph_degree,
+            complexity: a.complexity,
+            alpha: a.alpha,
+            pq_bytes: a.pq_bytes,
+            ..Default::default()
+        };
+        let dir = a.work.join(format!(
+            "{dataset}-{profile}-R{}-L{}-pq{}",
+            a.graph_degree, a.complexity, a.pq_bytes
+        ));
+        let build = run::build_or_reuse(&base, &dir, &params, a.threads, a.rebuild)?;
+        first_index.get_or_insert(dir.join("pages.bin"));
+        let system = format!("stratavec-{profile}");
+        eprintln!("bench: sweeping {system}");
+        let v = run::sweep(&run::Sweep {
+            system: &system,
+            dataset: &dataset,
+            index_dir: &dir,
+            queries: &queries,
+            gt: &gt,
+            k: a.k,
+            ls: &a.sweep,
+            beam_width: a.beam_width,
+            threads: a.threads,
+            in_flight: a.in_flight,
+            budget_bytes: budget,
+            build: &build,
+            repeats: a.repeats,
+        })?;
+        emit(v, &mut rows)?;
+    }
+    let repo = std::env::current_dir()?;
+    for peer in &a.peers {
+        eprintln!("bench: running peer {peer}");
+        let idx = a.work.join(format!("{dataset}-peer-{peer}"));
+        let v = peers::run(&peers::PeerRun {
+            repo: &repo,
+            peer,
+            data: &a.data,
+            index_dir: &idx,
+            threads: a.threads,
+            k: a.k,
+            sweep: &a.sweep,
+            memory_budget_mb: budget as f64 / (1u64 << 20) as f64,
+            pq_bytes: a.pq_bytes,
+            graph_degree: a.graph_degree,
+            complexity: a.complexity,
+            alpha: a.alpha,
+            beam_width: a.beam_width,
+            rebuild: a.rebuild,
+        })?;
+        emit(v, &mut rows)?;
+    }
+    if a.device_seconds > 0.0 {
+        if let Some(file) = &first_index {
+            eprintln!("bench: device ceiling on {}", file.display());
+            emit(
+                device::measure(file, a.threads, 4096, a.device_seconds)?,
+                &mut rows,
+            )?;
+        }
+    }
+    print_summary(&rows);
+    eprintln!("bench: rows written to {}", a.out.display());
+    Ok(())
+}
+
+/// The table BENCHMARKS.md quotes: per system, QPS and reads at recall@10
+/// 0.90 / 0.95 / 0.99 off its Pareto front, and the device ceiling for those
+/// reads.
+pub fn print_summary(rows: &[Value]) {
+    let ceiling = device::best_rate(rows);
+    let mut systems: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r["kind"] == "search") {
+        let s = r["system"].as_str().unwrap_or("?").to_string();
+        if !systems.contains(&s) {
+            systems.push(s);
+        }
+    }
+    println!(
+        "| system | R@10 0.90: QPS / reads | 0.95: QPS / reads | 0.99: QPS / reads | max recall |"
+    );
+    println!("|---|---|---|---|---|");
+    for s in &systems {
+        let pts = summary::points_of(rows, s);
+        let cell = |t: f64| match summary::at_recall(&pts, t) {
+            Some(p) => {
+                let reads = p.reads.map_or("—".into(), |r| format!("{r:.1}"));
+                let ceil = match (ceiling, p.reads) {
+                    (Some(c), Some(r)) if r > 0.0 => format!(" (ceiling {:.0})", c / r),
+                    _ => String::new(),
+                };
+                format!("{:.0} / {reads}{ceil}", p.qps)
+            }
+            None => "never".into(),
+        };
+        let max = pts.iter().map(|p| p.recall).fold(0.0, f64::max);
+        println!(
+            "| {s} | {} | {} | {} | {max:.4} |",
+            cell(0.90),
+            cell(0.95),
+            cell(0.99)
+        );
+    }
+    if let Some(c) = ceiling {
+        println!("\ndevice ceiling: {c:.0} random 4 KiB reads/s (best depth measured); QPS <= that / reads per query");
+    }
+}
