@@ -15,9 +15,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use stratavec::data::{DataError, Metric, Vectors};
-use stratavec::index::manifest::MANIFEST;
 use stratavec::progress::Silent;
-use stratavec::{BatchResult, BuildParams, Error, OpenOptions, SearchParams};
+use stratavec::{BatchResult, BuildParams, Error, ErrorKind, OpenOptions, SearchParams};
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -33,35 +32,23 @@ fn os_error(errno: Option<i32>, not_found: bool, msg: String) -> PyErr {
     }
 }
 
-fn io_error(e: &std::io::Error, msg: String) -> PyErr {
-    os_error(
-        e.raw_os_error(),
-        e.kind() == std::io::ErrorKind::NotFound,
-        msg,
-    )
-}
-
 /// Maps an engine error to the Python exception a user expects, keeping the
 /// engine's message (it names the file or argument, the field, and the
 /// expected and found values).
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
-    match &e {
-        Error::Argument { .. } => PyValueError::new_err(msg),
-        // A corrupt, truncated or foreign index, or a refused output path.
-        Error::Index { field, .. } if field == "output path" => PyFileExistsError::new_err(msg),
-        Error::Index { .. } => PyValueError::new_err(msg),
-        Error::File { source, .. } => io_error(source, msg),
-        Error::Io(io) => {
-            let not_found = std::error::Error::source(io)
-                .and_then(|s| s.downcast_ref::<std::io::Error>())
-                .is_some_and(|s| s.kind() == std::io::ErrorKind::NotFound);
-            os_error(io.raw_os_error(), not_found, msg)
+    let errno = match &e {
+        Error::File { source, .. } | Error::Data(DataError::Io { source, .. }) => {
+            source.raw_os_error()
         }
-        Error::Data(d) => match d {
-            DataError::Io { source, .. } => io_error(source, msg),
-            _ => PyValueError::new_err(msg),
-        },
+        Error::Io(io) => io.raw_os_error(),
+        _ => None,
+    };
+    match e.kind() {
+        ErrorKind::InvalidArgument | ErrorKind::Corrupt => PyValueError::new_err(msg),
+        ErrorKind::AlreadyExists => PyFileExistsError::new_err(msg),
+        ErrorKind::NotFound => os_error(errno, true, msg),
+        ErrorKind::Io => os_error(errno, false, msg),
     }
 }
 
@@ -166,7 +153,7 @@ fn data_elem(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Elem> {
         (b'i', 1) => Ok(Elem::I8),
         _ => Err(PyTypeError::new_err(format!(
             "data: unsupported dtype {}; expected float32, uint8 or int8 \
-             (float64 is converted to float32)",
+             (float64 is converted to float32), or a path to a vector file",
             dtype_name(&d)
         ))),
     }
@@ -246,6 +233,7 @@ fn build_index<'py>(
     }
 
     let arr = as_ndarray(py, data, "data")?;
+    let elem = data_elem(&arr)?;
     let shape = arr.shape().to_vec();
     if shape.len() != 2 {
         return Err(PyValueError::new_err(format!(
@@ -261,7 +249,6 @@ fn build_index<'py>(
             shape_str(&shape)
         )));
     }
-    let elem = data_elem(&arr)?;
     let source = format!("data {}", shape_str(&shape));
     let report = match elem {
         Elem::F32 => {
@@ -303,7 +290,7 @@ fn build_index<'py>(
 // Index
 
 /// An open disk index; see `stratavec.Index`.
-#[pyclass(frozen, module = "stratavec", name = "Index")]
+#[pyclass(frozen, module = "stratavec._stratavec", name = "Index")]
 struct Index {
     inner: stratavec::Index,
 }
@@ -313,6 +300,17 @@ impl Index {
     /// Python can touch is borrowed while the GIL is released) and their count.
     fn queries(&self, py: Python<'_>, queries: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize)> {
         let arr = as_ndarray(py, queries, "queries")?;
+        let dt = arr.dtype();
+        match (dt.kind(), dt.itemsize()) {
+            (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "queries: unsupported dtype {}; expected float32 \
+                     (float64, uint8 and int8 are converted to float32)",
+                    dtype_name(&dt)
+                )))
+            }
+        }
         let shape = arr.shape().to_vec();
         let dim = self.inner.dim();
         let (nq, d) = match shape.as_slice() {
@@ -339,17 +337,6 @@ impl Index {
                 "queries: expected at least one query, got shape {}",
                 shape_str(&shape)
             )));
-        }
-        let dt = arr.dtype();
-        match (dt.kind(), dt.itemsize()) {
-            (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "queries: unsupported dtype {}; expected float32 \
-                     (float64, uint8 and int8 are converted to float32)",
-                    dtype_name(&dt)
-                )))
-            }
         }
         // 1-D or 2-D: either way a C-contiguous buffer of nq * dim floats.
         let a = contiguous(py, &arr, "float32")?.cast_into::<PyArrayDyn<f32>>()?;
@@ -417,14 +404,9 @@ impl Index {
             ..OpenOptions::default()
         };
         let dir = index_dir.clone();
-        match py.detach(|| stratavec::Index::open(&dir, &opts)) {
-            Ok(inner) => Ok(Index { inner }),
-            Err(e @ Error::Index { .. }) if !index_dir.join(MANIFEST).is_file() => {
-                // No directory, or no manifest in it: the index is not there.
-                Err(PyFileNotFoundError::new_err(e.to_string()))
-            }
-            Err(e) => Err(to_py(e)),
-        }
+        py.detach(|| stratavec::Index::open(&dir, &opts))
+            .map(|inner| Index { inner })
+            .map_err(to_py)
     }
 
     #[getter]
@@ -515,7 +497,7 @@ impl Index {
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py
-            .detach(|| this.inner.search_batch(&q, &params))
+            .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
         let failed = res.failed();
         if failed > 0 {

@@ -143,7 +143,8 @@ pub fn run(a: Args) -> Result<()> {
             threads: a.threads,
             k: a.k,
             sweep: &a.sweep,
-            memory_budget_mb: budget as f64 / (1u64 << 20) as f64,
+            // MB = 10^6 bytes on both sides, so every system gets the same bytes.
+            memory_budget_mb: budget as f64 / 1e6,
             pq_bytes: a.pq_bytes,
             graph_degree: a.graph_degree,
             complexity: a.complexity,

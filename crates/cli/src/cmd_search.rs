@@ -83,7 +83,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let index = Index::open(&a.index_dir, &opts)?;
     let qfile = stratavec::data::open(&a.queries)?;
-    qfile.check_dim(index.dim(), "queries")?;
+    qfile.check_dim(index.dim(), "index")?;
     let queries = qfile.to_f32_vec();
     let nq = qfile.n();
     let gt = match &a.gt {
@@ -125,7 +125,7 @@ pub fn run(a: Args) -> Result<()> {
             in_flight: a.in_flight,
         };
         let res = index
-            .search_batch(&queries, &params)
+            .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
         let recall = match &gt {
             Some(gt) => {

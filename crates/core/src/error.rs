@@ -40,7 +40,49 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What kind of failure an [`Error`] is, for bindings that map errors to
+/// their own exception types (Python: FileNotFoundError, ValueError, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A file or directory that should exist does not.
+    NotFound,
+    /// The output path holds something that must not be overwritten.
+    AlreadyExists,
+    /// A bad parameter, query or data value.
+    InvalidArgument,
+    /// An index or data file that is truncated, corrupt or from another version.
+    Corrupt,
+    /// The operating system failed a read, write or other call.
+    Io,
+}
+
 impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        use crate::data::DataError as D;
+        match self {
+            Error::Argument { .. } => ErrorKind::InvalidArgument,
+            Error::Index { field, .. } if field == "output path" => ErrorKind::AlreadyExists,
+            Error::Index { found, field, .. }
+                if field == "index directory"
+                    || field == "manifest"
+                    || found.starts_with("cannot stat") =>
+            {
+                ErrorKind::NotFound
+            }
+            Error::Index { .. } => ErrorKind::Corrupt,
+            Error::File { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::NotFound
+            }
+            Error::File { .. } => ErrorKind::Io,
+            Error::Io(_) => ErrorKind::Io,
+            Error::Data(D::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::NotFound
+            }
+            Error::Data(D::Io { .. }) => ErrorKind::Io,
+            Error::Data(_) => ErrorKind::InvalidArgument,
+        }
+    }
+
     pub fn index(
         path: &Path,
         field: impl Into<String>,

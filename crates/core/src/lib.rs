@@ -17,8 +17,9 @@ pub mod search;
 pub mod synthetic;
 pub mod util;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use index::{
     build_from_file, build_index, BatchResult, BuildParams, BuildReport, Index, OpenOptions,
 };
 pub use search::SearchParams;
+pub use stratavec_io::Backend;

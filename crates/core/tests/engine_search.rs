@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use stratavec::data::{brute_force_knn, GroundTruth, Metric, Vectors};
 use stratavec::memory::node_cache::bytes_per_node;
-use stratavec::memory::NodeCache;
+use stratavec::memory::node_cache::NodeCacheBuilder;
 use stratavec::progress::Silent;
 use stratavec::{build_index, BatchResult, Index, OpenOptions};
 
@@ -101,6 +101,7 @@ fn l2_recall_and_cache_stats() {
     check_results(&r_cached, &base, &queries, DIM, Metric::L2);
     let rec_plain = recall_of(&r_plain, &gt, K);
     let rec_cached = recall_of(&r_cached, &gt, K);
+    eprintln!("l2 recall@10: {rec_plain} (no cache), {rec_cached} (cache)");
     assert!(rec_plain >= 0.9, "recall@10 without cache {rec_plain}");
     assert!(rec_cached >= 0.9, "recall@10 with cache {rec_cached}");
 
@@ -154,7 +155,7 @@ fn repeated_batches_and_thread_counts_agree() {
     let mut p = search_params(K, 40);
     p.threads = 1;
     p.in_flight = 1;
-    let b = index.search_batch(&s.queries, &p).unwrap();
+    let b = index.search_batch(&s.queries, index.dim(), &p).unwrap();
     assert_eq!(a.ids, b.ids, "results depend on threads / in_flight");
     assert_eq!(a.dists, b.dists);
     // A sub-batch gives the same rows.
@@ -176,6 +177,7 @@ fn inner_product_recall() {
     let res = search(&index, &queries, K, L);
     check_results(&res, &base, &queries, DIM, Metric::InnerProduct);
     let r = recall_of(&res, &gt, K);
+    eprintln!("ip recall@10: {r}");
     assert!(r >= 0.9, "ip recall@10 {r}");
 }
 
@@ -197,6 +199,7 @@ fn cosine_recall() {
     let res = search(&index, &queries, K, L);
     check_results(&res, &base, &queries, DIM, Metric::Cosine);
     let r = recall_of(&res, &gt, K);
+    eprintln!("cosine recall@10: {r}");
     assert!(r >= 0.9, "cosine recall@10 {r}");
 }
 
@@ -240,14 +243,15 @@ fn u8_data_recall() {
     let res = search(&index, &qf, K, L);
     check_results(&res, &bf, &qf, DIM, Metric::L2);
     let r = recall_of(&res, &gt, K);
+    eprintln!("u8 recall@10: {r}");
     assert!(r >= 0.9, "u8 recall@10 {r}");
     // A u8 index refuses queries that are not bytes.
     let mut bad = qf.clone();
     bad[3] = 256.0;
-    let msg = err_msg(index.search_batch(&bad, &search_params(K, L)));
+    let msg = err_msg(index.search_batch(&bad, index.dim(), &search_params(K, L)));
     assert_mentions(&msg, &["query 0, component 3", "0..=255", "256"]);
     bad[3] = 1.5;
-    let msg = err_msg(index.search_batch(&bad, &search_params(K, L)));
+    let msg = err_msg(index.search_batch(&bad, index.dim(), &search_params(K, L)));
     assert_mentions(&msg, &["query 0, component 3", "1.5"]);
 }
 
@@ -295,20 +299,23 @@ fn memory_budget_is_respected() {
 /// reports that as the cache's memory; the cache's real footprint should not
 /// exceed it (the budget is "enforced, not advisory").
 #[test]
-#[ignore = "engine bug: NodeCache grows its Vec and HashMap by doubling, so its real resident_bytes() exceed the cache.len() * bytes_per_node() that index/open.rs charges against the budget"]
 fn node_cache_real_bytes_within_planned_bytes() {
     let record = DIM * 4 + 4 + 4 * 24;
+    let mut over = Vec::new();
     for nodes in [100usize, 500, 1000, 3000] {
-        let mut c = NodeCache::new(record);
+        let mut b = NodeCacheBuilder::new(record, nodes);
         let rec = vec![7u8; record];
         for id in 0..nodes as u32 {
-            c.insert(id * 3, &rec);
+            b.push(id * 3, &rec);
         }
+        let c = b.finish();
         let planned = nodes * bytes_per_node(record);
-        assert!(
-            c.resident_bytes() <= planned,
-            "{nodes} nodes: resident {} bytes > planned {planned}",
-            c.resident_bytes()
-        );
+        if c.resident_bytes() > planned {
+            over.push(format!(
+                "{nodes} nodes: resident {} bytes > planned {planned}",
+                c.resident_bytes()
+            ));
+        }
     }
+    assert!(over.is_empty(), "{over:#?}");
 }

@@ -55,7 +55,7 @@ fn wordnet_20k_diskann_profile_reaches_recall_and_counts_reads_exactly() {
             threads: 2,
             in_flight: 8,
         };
-        let res = index.search_batch(&queries, &params).unwrap();
+        let res = index.search_batch(&queries, index.dim(), &params).unwrap();
         assert_eq!(res.failed(), 0);
         let lists: Vec<&[u32]> = res.ids.chunks(10).collect();
         let r = recall(&lists, &gt, 10).unwrap().mean;

@@ -110,7 +110,7 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         threads: s.threads,
         in_flight: s.in_flight,
     };
-    index.search_batch(s.queries, &warm)?;
+    index.search_batch(s.queries, index.dim(), &warm)?;
     let mut rows = Vec::new();
     for &l in s.ls {
         let params = SearchParams {
@@ -121,7 +121,7 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         // identical across repeats; only time varies).
         let mut runs = Vec::new();
         for _ in 0..s.repeats.max(1) {
-            runs.push(index.search_batch(s.queries, &params)?);
+            runs.push(index.search_batch(s.queries, index.dim(), &params)?);
         }
         runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
         let res = &runs[runs.len() / 2];

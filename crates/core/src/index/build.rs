@@ -95,7 +95,7 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     if p.complexity < p.graph_degree.min(n) || p.complexity == 0 {
         return arg(
             "complexity (L_build)",
-            "at least graph_degree",
+            &format!("at least graph_degree = {}", p.graph_degree.min(n)),
             &p.complexity,
         );
     }

@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::layout::Layout;
+use crate::memory::node_cache::NodeCacheBuilder;
 use crate::memory::NodeCache;
 use crate::util::visited::VisitedSet;
 use stratavec_io::{BlockReader, ReadRequest};
@@ -14,10 +15,12 @@ pub fn load_bfs(
     reader: &mut dyn BlockReader,
     start: u32,
     max_nodes: usize,
+    n: usize,
+    path: &std::path::Path,
 ) -> Result<NodeCache> {
-    let mut cache = NodeCache::new(layout.record_bytes());
+    let mut cache = NodeCacheBuilder::new(layout.record_bytes(), max_nodes);
     if max_nodes == 0 {
-        return Ok(cache);
+        return Ok(cache.finish());
     }
     let mut seen = VisitedSet::with_capacity(max_nodes);
     seen.insert(start);
@@ -47,8 +50,16 @@ pub fn load_bfs(
                 })?;
                 let id = c.tag as u32;
                 let record = layout.record_slice(id, reader.slot(c.slot));
-                cache.insert(id, record);
+                cache.push(id, record);
                 for nb in layout.parse(record).neighbors() {
+                    if nb as usize >= n {
+                        return Err(crate::error::Error::index(
+                            path,
+                            format!("node {id}: neighbour id"),
+                            format!("< {n}"),
+                            nb,
+                        ));
+                    }
                     if seen.insert(nb) {
                         next.push(nb);
                     }
@@ -59,5 +70,5 @@ pub fn load_bfs(
         next.sort_unstable();
         level = next;
     }
-    Ok(cache)
+    Ok(cache.finish())
 }

@@ -23,7 +23,11 @@ fn sibling(target: &Path, tag: &str) -> PathBuf {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "index".into());
-    target.with_file_name(format!(".{name}.{tag}-{}", std::process::id()))
+    // Process id and a per-process counter: two builds in one process (two
+    // Python threads, say) never share a staging directory.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    target.with_file_name(format!(".{name}.{tag}-{}-{seq}", std::process::id()))
 }
 
 impl Staging {

@@ -66,6 +66,11 @@ pub struct Index {
     fault: Option<FaultPredicate>,
     /// Name of the I/O backend actually used ("io_uring+direct", ...).
     io_name: Mutex<String>,
+    /// I/O buffer bytes reserved out of the budget at open.
+    buffer_bytes: usize,
+    /// Readers (rings and their registered buffers) kept between batches, so
+    /// a batch does not pay for ring set-up and probe reads.
+    readers: Mutex<Vec<Box<dyn BlockReader>>>,
 }
 
 /// One finished query on its way to the batch result: index, (distance,
@@ -225,19 +230,26 @@ impl Index {
                         quantizer.resident_bytes() as f64 / 1e6,
                         buffers as f64 / 1e6
                     ),
-                    format!("{:.2} MB", budget as f64 / 1e6),
+                    format!("{:.2} MB ({budget} bytes)", budget as f64 / 1e6),
                 ))
             }
             Some(budget) => {
                 ((budget as usize - fixed) / bytes_per_node(layout.record_bytes)).min(manifest.n)
             }
         };
-        let cache = load_bfs(&layout, &mut *header_reader, header.medoid, cache_nodes)?;
+        let cache = load_bfs(
+            &layout,
+            &mut *header_reader,
+            header.medoid,
+            cache_nodes,
+            manifest.n,
+            &pages_path,
+        )?;
         let io_name = header_reader.name().to_string();
         drop(header_reader);
         let mut memory = MemoryReport::default();
         memory.add("codes", quantizer.resident_bytes());
-        memory.add("cache", cache.len() * bytes_per_node(layout.record_bytes));
+        memory.add("cache", cache.resident_bytes());
         memory.add("buffers", buffers);
         Ok(Index {
             dir,
@@ -251,6 +263,8 @@ impl Index {
             io: opts.io,
             fault: opts.fault_injection.clone(),
             io_name: Mutex::new(io_name),
+            buffer_bytes: buffers,
+            readers: Mutex::new(Vec::new()),
         })
     }
 
@@ -291,6 +305,7 @@ impl Index {
             entry: &self.entry as &dyn EntryPoints,
             metric: self.manifest.metric,
             dtype: self.manifest.dtype,
+            n: self.manifest.n,
             pages_path: &self.pages_path,
         }
     }
@@ -354,16 +369,73 @@ impl Index {
         Ok(queries.len() / dim)
     }
 
-    /// Searches every query (row-major, `dim` wide). Queries run on
-    /// `params.threads` workers, each keeping `params.in_flight` queries in
-    /// flight; a query whose read fails gets an error, the rest go on.
-    pub fn search_batch(&self, queries: &[f32], params: &SearchParams) -> Result<BatchResult> {
+    /// A reader with at least `slots` buffer slots: a pooled one, or a new one.
+    fn take_reader(&self, slots: usize) -> Result<Box<dyn BlockReader>> {
+        if let Ok(mut pool) = self.readers.lock() {
+            if let Some(i) = pool.iter().position(|r| r.slots() >= slots) {
+                return Ok(pool.swap_remove(i));
+            }
+        }
+        let mut reader = open_reader(
+            &self.pages_path,
+            &ReaderOptions {
+                backend: self.io,
+                slots,
+                slot_bytes: self.layout.max_span_bytes(),
+                ..Default::default()
+            },
+        )?;
+        if let Some(fail) = self.fault.clone() {
+            reader = Box::new(
+                FaultyReader::new(reader, Box::new(move |o| fail(o)))
+                    .with_path(self.pages_path.clone()),
+            );
+        }
+        Ok(reader)
+    }
+
+    /// Searches every query (row-major, `dim` wide; `dim` must be the
+    /// index's). Queries run on `params.threads` workers, each keeping
+    /// `params.in_flight` queries in flight; a query whose read fails (or
+    /// that meets a corrupt record) gets an error, the rest go on.
+    pub fn search_batch(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+    ) -> Result<BatchResult> {
+        if dim != self.dim() {
+            return Err(Error::argument(
+                "query dimension",
+                format!("{} (the index dimension)", self.dim()),
+                dim,
+            ));
+        }
         let nq = self.check_queries(queries, params)?;
-        let dim = self.dim();
         let k = params.k;
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
+        let slots = (in_flight * params.beam_width).clamp(1, 4096);
+        let need = threads * slots * self.layout.max_span_bytes();
+        if need > self.buffer_bytes {
+            return Err(Error::argument(
+                "I/O buffers for this search (threads x in_flight x beam_width x page)",
+                format!(
+                    "at most the {} bytes reserved at open (OpenOptions reserve_*)",
+                    self.buffer_bytes
+                ),
+                format!(
+                    "{threads} x {in_flight} x {} x {} = {need} bytes",
+                    params.beam_width,
+                    self.layout.max_span_bytes()
+                ),
+            ));
+        }
         let ctx = self.context();
+        let mut readers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            readers.push(self.take_reader(slots)?);
+        }
         let next = AtomicUsize::new(0);
         let mut out = BatchResult {
             k,
@@ -374,31 +446,19 @@ impl Index {
             ..Default::default()
         };
         let shared = Mutex::new(&mut out);
+        // Snapshot after the readers exist: opening one may do probe reads.
         let io_before = proc_self_io();
         let t0 = Instant::now();
-        let worker_results: Vec<Result<(f64, String)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| -> Result<(f64, String)> {
-                        let mut reader = open_reader(
-                            &self.pages_path,
-                            &ReaderOptions {
-                                backend: self.io,
-                                slots: (in_flight * params.beam_width).clamp(1, 4096),
-                                slot_bytes: self.layout.max_span_bytes(),
-                                ..Default::default()
-                            },
-                        )?;
-                        if let Some(fail) = self.fault.clone() {
-                            reader = Box::new(
-                                FaultyReader::new(reader, Box::new(move |o| fail(o)))
-                                    .with_path(self.pages_path.clone()),
-                            );
-                        }
-                        let name = reader.name().to_string();
-                        let mut local = Vec::with_capacity(64);
+        type WorkerOut = (Result<f64>, Box<dyn BlockReader>);
+        let worker_results: Vec<std::thread::Result<WorkerOut>> = std::thread::scope(|s| {
+            let handles: Vec<_> = readers
+                .into_iter()
+                .map(|mut reader| {
+                    let (ctx, next, shared) = (&ctx, &next, &shared);
+                    s.spawn(move || -> WorkerOut {
+                        let mut local: Vec<Finished> = Vec::with_capacity(64);
                         let flush = |local: &mut Vec<Finished>| {
-                            let mut o = shared.lock().expect("results lock");
+                            let mut o = shared.lock().unwrap_or_else(|p| p.into_inner());
                             for (qi, res, st, err) in local.drain(..) {
                                 for (j, (d, id)) in res.into_iter().enumerate() {
                                     o.ids[qi * k + j] = id;
@@ -409,7 +469,7 @@ impl Index {
                             }
                         };
                         let ws = run_worker(
-                            &ctx,
+                            ctx,
                             &mut *reader,
                             in_flight,
                             || {
@@ -421,7 +481,7 @@ impl Index {
                                 let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
                                 Some((
                                     qi,
-                                    BeamSearch::new(&ctx, pq, params.complexity, params.beam_width),
+                                    BeamSearch::new(ctx, pq, params.complexity, params.beam_width),
                                 ))
                             },
                             |mut done| {
@@ -431,39 +491,68 @@ impl Index {
                                     done.state.results(k).to_vec()
                                 };
                                 let st = *crate::search::QueryState::stats(&mut done.state);
-                                local.push((
-                                    done.index,
-                                    res,
-                                    st,
-                                    done.error.map(|e| e.to_string()),
-                                ));
+                                local.push((done.index, res, st, done.error));
                                 if local.len() >= 64 {
                                     flush(&mut local);
                                 }
                             },
-                        )?;
+                        );
                         flush(&mut local);
-                        Ok((ws.io_wait_s, name))
+                        (ws.map(|w| w.io_wait_s).map_err(Error::from), reader)
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("search worker panicked"))
-                .collect()
+            handles.into_iter().map(|h| h.join()).collect()
         });
         let wall = t0.elapsed().as_secs_f64();
+        let io_after = proc_self_io();
         let mut io_wait = 0.0;
-        let mut name = String::new();
+        let mut first_err = None;
         for r in worker_results {
-            let (w, n) = r?;
-            io_wait += w;
-            name = n;
+            match r {
+                Ok((res, reader)) => {
+                    match res {
+                        Ok(w) => {
+                            io_wait += w;
+                            // A reader whose worker failed may hold stale
+                            // reads; only healthy ones go back to the pool.
+                            if reader.in_flight() == 0 {
+                                if let Ok(mut pool) = self.readers.lock() {
+                                    pool.push(reader);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+                Err(panic) => {
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "unknown panic".into());
+                    first_err.get_or_insert(Error::argument(
+                        "search worker",
+                        "to finish",
+                        format!("a panic: {msg}"),
+                    ));
+                }
+            }
         }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let name = self
+            .readers
+            .lock()
+            .ok()
+            .and_then(|p| p.first().map(|r| r.name().to_string()))
+            .unwrap_or_default();
         if let Ok(mut g) = self.io_name.lock() {
             *g = name.clone();
         }
-        let io_after = proc_self_io();
         out.wall_s = wall;
         out.io_wait_s = io_wait;
         out.io_backend = name;

@@ -24,6 +24,8 @@ pub struct BeamSearch {
     done: bool,
     stats: QueryStats,
     beam: Vec<u32>,
+    /// Set when a record names a neighbour that cannot exist.
+    corrupt: Option<String>,
 }
 
 impl BeamSearch {
@@ -37,13 +39,15 @@ impl BeamSearch {
             query,
             table: Vec::new(),
             list: CandidateList::new(complexity),
-            visited: VisitedSet::with_capacity(complexity * 8),
+            // Sized for the ~R new ids each of ~L hops adds, so it rarely grows.
+            visited: VisitedSet::with_capacity(complexity * 48),
             exact: Vec::with_capacity(complexity * 2),
             beam_width: beam_width.max(1),
             pending: 0,
             done: false,
             stats: QueryStats::default(),
             beam: Vec::with_capacity(beam_width),
+            corrupt: None,
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
@@ -58,13 +62,25 @@ impl BeamSearch {
         s
     }
 
-    fn expand(&mut self, ctx: &SearchContext, record: &[u8]) -> (f32, usize) {
+    fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) -> (f32, usize) {
         let node = ctx.layout.parse(record);
         let d = self.query.distance(node.vector);
         self.stats.exact += 1;
         self.stats.hops += 1;
         let mut added = 0;
         for nb in node.neighbors() {
+            if nb as usize >= ctx.n {
+                // A corrupt page must fail this query, not index out of bounds.
+                self.corrupt.get_or_insert_with(|| {
+                    format!(
+                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
+                        ctx.pages_path.display(),
+                        ctx.n
+                    )
+                });
+                self.done = true;
+                continue;
+            }
             if self.visited.insert(nb) {
                 let est = ctx.quantizer.estimate(&self.table, nb);
                 self.list.insert(nb, est);
@@ -107,7 +123,7 @@ impl QueryState for BeamSearch {
             for &id in &beam {
                 match ctx.cache.get(id) {
                     Some(record) => {
-                        let (d, _) = self.expand(ctx, record);
+                        let (d, _) = self.expand(ctx, id, record);
                         self.exact.push((d, id));
                         self.stats.cache_hits += 1;
                     }
@@ -116,6 +132,9 @@ impl QueryState for BeamSearch {
             }
             self.pending = reads.len();
             self.beam = beam;
+            if self.done {
+                return;
+            }
             if self.pending > 0 {
                 return;
             }
@@ -123,7 +142,7 @@ impl QueryState for BeamSearch {
     }
 
     fn on_record(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
-        let (d, _) = self.expand(ctx, record);
+        let (d, _) = self.expand(ctx, id, record);
         self.exact.push((d, id));
         self.pending -= 1;
     }
@@ -134,5 +153,9 @@ impl QueryState for BeamSearch {
 
     fn stats(&mut self) -> &mut QueryStats {
         &mut self.stats
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.corrupt.clone()
     }
 }

@@ -14,6 +14,8 @@ pub struct SearchContext<'a> {
     pub entry: &'a dyn EntryPoints,
     pub metric: Metric,
     pub dtype: DType,
+    /// Number of vectors: every neighbour id read must be below it.
+    pub n: usize,
     /// For error messages.
     pub pages_path: &'a std::path::Path,
 }

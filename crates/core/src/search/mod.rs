@@ -50,4 +50,8 @@ pub trait QueryState {
     /// True when no more reads will be asked for and the result is final.
     fn is_done(&self) -> bool;
     fn stats(&mut self) -> &mut QueryStats;
+    /// Why the query could not finish properly (e.g. a corrupt record), if so.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }

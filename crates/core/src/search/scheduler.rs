@@ -16,9 +16,10 @@ pub struct QueryOutcome<S> {
     /// The caller's index of the query.
     pub index: usize,
     pub state: S,
-    /// Set when a read failed: the query's result is incomplete and must be
-    /// reported as an error (the other queries are unaffected).
-    pub error: Option<IoError>,
+    /// Set when a read failed or a record was corrupt: the query's result is
+    /// incomplete and must be reported as an error (the other queries are
+    /// unaffected).
+    pub error: Option<String>,
 }
 
 /// What the worker measured about itself.
@@ -99,10 +100,11 @@ where
             if q.outstanding == 0 && finished {
                 let mut q = entry.take().expect("active");
                 q.state.stats().latency_us = q.start.elapsed().as_secs_f64() * 1e6;
+                let error = q.error.map(|e| e.to_string()).or_else(|| q.state.failure());
                 done(QueryOutcome {
                     index: q.index,
                     state: q.state,
-                    error: q.error,
+                    error,
                 });
                 retired = true;
             }

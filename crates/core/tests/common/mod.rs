@@ -65,7 +65,7 @@ pub fn search_params(k: usize, l: usize) -> SearchParams {
 
 pub fn search(index: &Index, queries: &[f32], k: usize, l: usize) -> BatchResult {
     index
-        .search_batch(queries, &search_params(k, l))
+        .search_batch(queries, index.dim(), &search_params(k, l))
         .unwrap_or_else(|e| panic!("search failed: {e}"))
 }
 
@@ -95,19 +95,24 @@ pub struct Shared {
     pub dim: usize,
     pub base: Vec<f32>,
     pub queries: Vec<f32>,
-    /// Keeps the directory alive for the life of the test binary.
-    _tmp: tempfile::TempDir,
 }
 
 pub const SHARED_N: usize = 2000;
 pub const SHARED_NQ: usize = 64;
 pub const SHARED_DIM: usize = 32;
 
+/// Built once per test binary, at a fixed path per binary under the target's
+/// temporary directory (a static is never dropped, so a `TempDir` here would
+/// leak one directory per run; a fixed path is rebuilt in place instead).
 pub fn shared() -> &'static Shared {
     static SHARED: OnceLock<Shared> = OnceLock::new();
     SHARED.get_or_init(|| {
-        let tmp = tempdir();
-        let dir = tmp.path().join("index");
+        let exe = std::env::current_exe().unwrap();
+        let stem = exe.file_stem().unwrap().to_string_lossy();
+        let name = stem.rsplit_once('-').map_or(&*stem, |(n, _)| n);
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shared-{name}"));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("index");
         let (base, queries) = synth(SHARED_N, SHARED_NQ, SHARED_DIM, 7);
         build_f32(&dir, &base, SHARED_DIM, &small_params(Metric::L2), 2);
         Shared {
@@ -115,7 +120,6 @@ pub fn shared() -> &'static Shared {
             dim: SHARED_DIM,
             base,
             queries,
-            _tmp: tmp,
         }
     })
 }

@@ -1,0 +1,44 @@
+//! `BatchResult::proc_read_bytes` for a small batch: the kernel's count
+//! should still be the queries' reads. Its own binary with one test, because
+//! `/proc/self/io` counts the whole process.
+
+mod common;
+
+use common::*;
+use stratavec::data::Metric;
+use stratavec::{Index, OpenOptions, SearchParams};
+
+#[test]
+fn one_query_batch_kernel_bytes_match_stats() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("index");
+    let (base, queries) = synth(2000, 1, 32, 52);
+    build_f32(&dir, &base, 32, &small_params(Metric::L2), 2);
+    let index = Index::open(&dir, &OpenOptions::default()).unwrap();
+    let p = SearchParams {
+        k: 10,
+        complexity: 64,
+        beam_width: 4,
+        threads: 1,
+        in_flight: 1,
+    };
+    let res = index.search_batch(&queries, index.dim(), &p).unwrap();
+    if !res.io_backend.contains("direct") {
+        eprintln!(
+            "backend {} is not O_DIRECT; nothing to compare",
+            res.io_backend
+        );
+        return;
+    }
+    let Some(kernel) = res.proc_read_bytes else {
+        return;
+    };
+    let counted = res.total().bytes;
+    let diff = kernel.abs_diff(counted) as f64 / counted as f64;
+    assert!(
+        diff <= 0.01,
+        "backend {}: stats say {counted} bytes, /proc/self/io says {kernel} ({:.2}% apart)",
+        res.io_backend,
+        diff * 100.0
+    );
+}

@@ -1,0 +1,454 @@
+"""Tests of the stratavec Python package: builds small synthetic indexes in
+tmp_path, searches them and scores recall against numpy brute force, and
+checks that every bad input raises the documented exception with a message
+naming the offending value."""
+
+import os
+import pathlib
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import stratavec
+
+N, DIM, NQ, K = 3000, 32, 100, 10
+BUILD = dict(graph_degree=32, complexity=64, pq_bytes=16, threads=2)
+
+
+def clustered(n, dim, seed, centers=30, scale=4.0):
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centers, dim)) * scale
+    x = c[rng.integers(0, centers, n)] + rng.normal(size=(n, dim))
+    return x.astype(np.float32)
+
+
+def brute_force(x, q, k, metric="l2"):
+    x = x.astype(np.float64)
+    q = q.astype(np.float64)
+    if metric == "l2":
+        d = (q * q).sum(1)[:, None] - 2 * q @ x.T + (x * x).sum(1)[None, :]
+    elif metric == "ip":
+        d = -(q @ x.T)
+    elif metric == "cosine":
+        xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+        qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+        d = 1 - qn @ xn.T
+    else:
+        raise ValueError(metric)
+    return np.argsort(d, axis=1, kind="stable")[:, :k]
+
+
+def recall(found, truth):
+    k = truth.shape[1]
+    return np.mean([len(set(f[:k]) & set(t)) / k for f, t in zip(found, truth)])
+
+
+@pytest.fixture(scope="module")
+def data():
+    x = clustered(N, DIM, seed=1)
+    q = clustered(NQ, DIM, seed=2)
+    return x, q
+
+
+@pytest.fixture(scope="module")
+def built(data, tmp_path_factory):
+    x, _ = data
+    d = tmp_path_factory.mktemp("idx") / "l2"
+    report = stratavec.build_index(x, d, **BUILD)
+    return d, report
+
+
+@pytest.fixture(scope="module")
+def index(built):
+    return stratavec.Index.open(built[0])
+
+
+# --------------------------------------------------------------------------
+# Build, open, search
+
+
+def test_build_report(built):
+    _, r = built
+    assert r["n"] == N and r["dim"] == DIM and r["threads"] == 2
+    assert set(r["stages"]) >= {"pq", "graph"}
+    assert r["total_s"] > 0 and r["index_bytes"] > 0
+    assert 1 <= r["graph_mean_degree"] <= BUILD["graph_degree"]
+
+
+def test_recall_with_budget(built, data):
+    x, q = data
+    plain = stratavec.Index.open(built[0])
+    fixed = plain.memory()["total"]
+    assert plain.cached_nodes == 0
+    # Budget: codes + buffers + room for about a third of the nodes.
+    index = stratavec.Index.open(built[0], memory_budget_mb=(fixed + 200_000) / 1e6)
+    mem = index.memory()
+    assert mem["total"] == sum(v for p, v in mem.items() if p != "total")
+    assert mem["total"] <= fixed + 200_000
+    assert 0 < index.cached_nodes < N
+    D, I = index.search(q, K, complexity=64)
+    assert D.shape == I.shape == (NQ, K)
+    assert D.dtype == np.float32 and I.dtype == np.int64
+    assert recall(I, brute_force(x, q, K)) >= 0.9
+    assert np.all(np.diff(D, axis=1) >= 0)
+    # Reported distances are squared L2 to the returned rows.
+    exact = ((q[:, None, :] - x[I]) ** 2).sum(-1)
+    np.testing.assert_allclose(D, exact, rtol=1e-4, atol=1e-3)
+
+
+def test_properties(index):
+    assert index.dim == DIM
+    assert index.n == N == len(index)
+    assert index.metric == "l2"
+    assert index.profile == "diskann"
+    assert index.dtype == "float32"
+    assert isinstance(index.io_backend, str)
+    assert os.path.isdir(index.index_dir)
+    assert "n=3000" in repr(index)
+    assert set(index.memory()) >= {"codes", "buffers", "total"}
+
+
+def test_constructor_is_open(built):
+    assert len(stratavec.Index(built[0])) == N
+
+
+def test_one_query_and_lists(index, data):
+    _, q = data
+    D, I = index.search(q[3], 5)
+    assert D.shape == I.shape == (1, 5)
+    D2, I2 = index.search(q[3:4], 5)
+    np.testing.assert_array_equal(I, I2)
+    # float64 and plain lists are converted.
+    _, I3 = index.search(q[3].astype(np.float64), 5)
+    _, I4 = index.search(q[3].tolist(), 5)
+    np.testing.assert_array_equal(I, I3)
+    np.testing.assert_array_equal(I, I4)
+    # Non-contiguous queries.
+    qf = np.asfortranarray(q[:10])
+    _, I5 = index.search(qf, 5)
+    _, I6 = index.search(q[:10], 5)
+    np.testing.assert_array_equal(I5, I6)
+
+
+def test_complexity_below_k_is_raised(index, data):
+    _, q = data
+    D, I = index.search(q[:5], 20, complexity=5)
+    assert I.shape == (5, 20) and (I >= 0).all()
+
+
+def test_return_stats(index, data):
+    _, q = data
+    D, I, st = index.search(q[:20], K, return_stats=True)
+    for key in ["reads", "bytes", "hops", "cache_hits", "exact", "estimated", "latency_us"]:
+        assert st[key].shape == (20,), key
+    assert (st["reads"] > 0).all()  # no cache: every query reads
+    assert (st["hops"] >= st["reads"]).all()
+    assert st["nq"] == 20 and st["failed"] == 0
+    assert st["qps"] > 0 and st["wall_s"] > 0
+
+
+def test_build_from_fbin(tmp_path, data):
+    x, q = data
+    path = tmp_path / "base.fbin"
+    with open(path, "wb") as f:
+        np.array([N, DIM], dtype="<i4").tofile(f)
+        x.astype("<f4").tofile(f)
+    r = stratavec.build_index(str(path), tmp_path / "a", **BUILD)
+    assert r["n"] == N
+    stratavec.build_index(pathlib.Path(path), tmp_path / "b", **BUILD)
+    _, Ia = stratavec.Index.open(tmp_path / "a").search(q, K)
+    _, Ib = stratavec.Index.open(str(tmp_path / "b")).search(q, K)
+    np.testing.assert_array_equal(Ia, Ib)
+    assert recall(Ia, brute_force(x, q, K)) >= 0.9
+
+
+def test_float64_and_noncontiguous_data_match_float32(tmp_path):
+    x = clustered(500, 16, seed=5)
+    q = clustered(20, 16, seed=6)
+    p = dict(graph_degree=16, complexity=32, pq_bytes=8, threads=1)
+    stratavec.build_index(x, tmp_path / "f32", **p)
+    stratavec.build_index(x.astype(np.float64), tmp_path / "f64", **p)
+    stratavec.build_index(np.asfortranarray(x), tmp_path / "fortran", **p)
+    wide = np.zeros((500, 32), np.float32)
+    wide[:, ::2] = x
+    stratavec.build_index(wide[:, ::2], tmp_path / "strided", **p)
+    manifests = {
+        name: (tmp_path / name / "manifest.json").read_bytes()
+        for name in ["f32", "f64", "fortran", "strided"]
+    }
+    assert len(set(manifests.values())) == 1
+
+
+def test_uint8(tmp_path):
+    rng = np.random.default_rng(7)
+    c = rng.integers(20, 236, size=(20, DIM))
+    x = np.clip(c[rng.integers(0, 20, 2000)] + rng.integers(-20, 21, (2000, DIM)), 0, 255)
+    x = x.astype(np.uint8)
+    q = x[rng.integers(0, 2000, 50)].astype(np.int64) + rng.integers(-3, 4, (50, DIM))
+    q = np.clip(q, 0, 255).astype(np.uint8)
+    stratavec.build_index(x, tmp_path / "u8", **BUILD)
+    index = stratavec.Index.open(tmp_path / "u8")
+    assert index.dtype == "uint8"
+    D, I = index.search(q, K)
+    assert recall(I, brute_force(x, q, K)) >= 0.9
+    # Queries outside the uint8 range are refused.
+    bad = q.astype(np.float32)
+    bad[1, 2] = 300.0
+    with pytest.raises(ValueError, match="300"):
+        index.search(bad, K)
+
+
+def test_int8(tmp_path):
+    rng = np.random.default_rng(8)
+    x = rng.integers(-128, 128, size=(1000, 16)).astype(np.int8)
+    stratavec.build_index(x, tmp_path / "i8", graph_degree=16, complexity=32, pq_bytes=8, threads=2)
+    index = stratavec.Index.open(tmp_path / "i8")
+    assert index.dtype == "int8"
+    _, I = index.search(x[:20], 1)
+    assert (I[:, 0] == np.arange(20)).mean() >= 0.9
+
+
+@pytest.mark.parametrize("metric", ["ip", "cosine"])
+def test_other_metrics(tmp_path, data, metric):
+    x, q = data
+    stratavec.build_index(x, tmp_path / metric, metric=metric, **BUILD)
+    index = stratavec.Index.open(tmp_path / metric)
+    assert index.metric == metric
+    D, I = index.search(q, K)
+    assert recall(I, brute_force(x, q, K, metric)) >= 0.9
+    assert np.all(np.diff(D, axis=1) >= -1e-6)
+    if metric == "ip":
+        np.testing.assert_allclose(D[:, 0], -(q * x[I[:, 0]]).sum(1), rtol=1e-4)
+    else:
+        assert (D >= -1e-5).all() and (D <= 2 + 1e-5).all()
+
+
+def test_rebuild_replaces_index(tmp_path):
+    x = clustered(300, 8, seed=3)
+    p = dict(graph_degree=8, complexity=16, pq_bytes=4, threads=1)
+    stratavec.build_index(x, tmp_path / "i", **p)
+    stratavec.build_index(x[:200], tmp_path / "i", **p)
+    assert len(stratavec.Index.open(tmp_path / "i")) == 200
+
+
+# --------------------------------------------------------------------------
+# Padding
+
+
+def test_minus_one_padding(tmp_path):
+    # 60 duplicates: pruning keeps few edges among them, so a search for all
+    # 64 rows finds fewer and pads with -1 / inf.
+    x = np.zeros((64, 8), np.float32)
+    x[:, 0] = 1.0
+    x[:4] = np.eye(4, 8, dtype=np.float32) * 3
+    stratavec.build_index(x, tmp_path / "dup", graph_degree=8, complexity=16, pq_bytes=4, threads=1)
+    index = stratavec.Index.open(tmp_path / "dup")
+    D, I = index.search(np.ones((3, 8), np.float32), 64, complexity=64)
+    assert D.shape == I.shape == (3, 64)
+    assert D.dtype == np.float32 and I.dtype == np.int64
+    pad = I == -1
+    assert pad.any(), "expected padding"
+    assert (np.isinf(D) == pad).all()
+    for row in pad:  # padding only at the tail
+        first = np.argmax(row) if row.any() else len(row)
+        assert row[first:].all() and not row[:first].any()
+    assert ((I[~pad] >= 0) & (I[~pad] < 64)).all()
+
+
+# --------------------------------------------------------------------------
+# Bad input
+
+
+def test_search_wrong_dimension(index, data):
+    _, q = data
+    with pytest.raises(ValueError, match=r"dimension 32.*found 31"):
+        index.search(q[:, :31], K)
+    with pytest.raises(ValueError, match="31"):
+        index.search(q[0, :31], K)
+
+
+def test_search_nan(index, data):
+    _, q = data
+    bad = q[:5].copy()
+    bad[3, 7] = np.nan
+    with pytest.raises(ValueError, match=r"query 3, component 7.*NaN"):
+        index.search(bad, K)
+    bad[3, 7] = np.inf
+    with pytest.raises(ValueError, match="inf"):
+        index.search(bad, K)
+
+
+def test_search_bad_k(index, data):
+    _, q = data
+    with pytest.raises(ValueError, match=r"k: expected at least 1, found 0"):
+        index.search(q, 0)
+    with pytest.raises(ValueError, match=r"3000.*3001"):
+        index.search(q, N + 1)
+    with pytest.raises(ValueError, match=r"k: expected at least 0, found -1"):
+        index.search(q, -1)
+
+
+def test_search_bad_shapes(index):
+    with pytest.raises(ValueError, match=r"at least one query.*\(0, 32\)"):
+        index.search(np.zeros((0, DIM), np.float32), K)
+    with pytest.raises(ValueError, match=r"3-D.*\(2, 3, 32\)"):
+        index.search(np.zeros((2, 3, DIM), np.float32), K)
+    with pytest.raises(ValueError, match="0-D"):
+        index.search(np.float32(1.0), K)
+
+
+def test_search_bad_dtype(index):
+    with pytest.raises(TypeError, match="int64"):
+        index.search(np.zeros((2, DIM), np.int64), K)
+    with pytest.raises(TypeError, match="complex64"):
+        index.search(np.zeros((2, DIM), np.complex64), K)
+    with pytest.raises(TypeError, match="<U"):
+        index.search(["a"] * DIM, K)
+    with pytest.raises(TypeError, match="object"):
+        index.search(None, K)
+
+
+def test_search_bad_params(index, data):
+    _, q = data
+    with pytest.raises(ValueError, match=r"beam width.*1..=64.*65"):
+        index.search(q, K, beam_width=65)
+    with pytest.raises(ValueError, match="threads"):
+        index.search(q, K, threads=0)
+
+
+def test_open_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        stratavec.Index.open(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="manifest"):
+        stratavec.Index.open(tmp_path / "empty")
+
+
+def test_open_corrupt(tmp_path):
+    x = clustered(300, 8, seed=3)
+    p = dict(graph_degree=8, complexity=16, pq_bytes=4, threads=1)
+    stratavec.build_index(x, tmp_path / "t", **p)
+    with open(tmp_path / "t" / "pages.bin", "r+b") as f:
+        f.truncate(8192)
+    with pytest.raises(ValueError, match=r"pages.bin.*8192 bytes"):
+        stratavec.Index.open(tmp_path / "t")
+    stratavec.build_index(x, tmp_path / "m", **p)
+    (tmp_path / "m" / "manifest.json").write_text("{not json")
+    with pytest.raises(ValueError, match="manifest"):
+        stratavec.Index.open(tmp_path / "m")
+
+
+def test_open_bad_options(built):
+    with pytest.raises(ValueError, match=r"memory budget.*at least.*MB"):
+        stratavec.Index.open(built[0], memory_budget_mb=0.01)
+    with pytest.raises(ValueError, match="memory_budget_mb"):
+        stratavec.Index.open(built[0], memory_budget_mb=-1)
+    with pytest.raises(ValueError, match="floppy"):
+        stratavec.Index.open(built[0], io="floppy")
+
+
+def test_io_error_fails_queries(tmp_path, data):
+    x, q = data
+    stratavec.build_index(x[:500], tmp_path / "t", **BUILD)
+    index = stratavec.Index.open(tmp_path / "t")  # no cache: every query reads
+    with open(tmp_path / "t" / "pages.bin", "r+b") as f:
+        f.truncate(4096)  # after open: reads past the header now fail
+    with pytest.raises(OSError, match=r"^20 of 20 queries failed; first error: .*pages.bin"):
+        index.search(q[:20], K)
+
+
+def test_build_bad_input(tmp_path):
+    x = clustered(200, 8, seed=4)
+    p = dict(graph_degree=8, complexity=16, pq_bytes=4, threads=1)
+    with pytest.raises(ValueError, match=r"3-D.*\(2, 100, 8\)"):
+        stratavec.build_index(x.reshape(2, 100, 8), tmp_path / "a", **p)
+    with pytest.raises(ValueError, match=r"\(0, 8\)"):
+        stratavec.build_index(np.zeros((0, 8), np.float32), tmp_path / "a", **p)
+    with pytest.raises(TypeError, match="int32"):
+        stratavec.build_index(x.astype(np.int32), tmp_path / "a", **p)
+    with pytest.raises(TypeError, match="bool"):
+        stratavec.build_index(x > 0, tmp_path / "a", **p)
+    bad = x.copy()
+    bad[17, 5] = np.nan
+    with pytest.raises(ValueError, match=r"row 17, component 5.*NaN"):
+        stratavec.build_index(bad, tmp_path / "a", **p)
+    with pytest.raises(ValueError, match=r"pq_bytes.*1..=8.*found 9"):
+        stratavec.build_index(x, tmp_path / "a", **{**p, "pq_bytes": 9})
+    with pytest.raises(ValueError, match="hamming"):
+        stratavec.build_index(x, tmp_path / "a", metric="hamming", **p)
+    with pytest.raises(ValueError, match=r"metric.*l2 for u8"):
+        stratavec.build_index(x.astype(np.uint8), tmp_path / "a", metric="ip", **p)
+    with pytest.raises(ValueError, match="graph_degree"):
+        stratavec.build_index(x, tmp_path / "a", **{**p, "graph_degree": -3})
+    with pytest.raises(ValueError, match=r"page_size.*1000"):
+        stratavec.build_index(x, tmp_path / "a", **{**p, "page_size": 1000})
+    with pytest.raises(FileNotFoundError, match="missing.fbin"):
+        stratavec.build_index(tmp_path / "missing.fbin", tmp_path / "a", **p)
+    with pytest.raises(TypeError, match="bytes"):
+        stratavec.build_index(b"x.fbin", tmp_path / "a", **p)
+    with pytest.raises(TypeError, match="object"):
+        stratavec.build_index(None, tmp_path / "a", **p)
+    # Never overwrite something that is not an index.
+    (tmp_path / "precious").mkdir()
+    (tmp_path / "precious" / "thesis.tex").write_text("...")
+    with pytest.raises(FileExistsError, match="refusing to overwrite"):
+        stratavec.build_index(x, tmp_path / "precious", **p)
+    assert (tmp_path / "precious" / "thesis.tex").exists()
+    assert not (tmp_path / "a").exists()
+
+
+# --------------------------------------------------------------------------
+# Threads
+
+
+def test_concurrent_search_matches_serial(index, data):
+    _, q = data
+    serial = [index.search(q, K, threads=1) for _ in range(2)]
+    results = [None, None]
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(3):
+                results[i] = index.search(q, K, threads=1)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for D, I in results:
+        np.testing.assert_array_equal(I, serial[0][1])
+        np.testing.assert_array_equal(D, serial[0][0])
+
+
+def test_gil_released_during_search(index, data):
+    # While one thread is inside search(), another must keep running Python
+    # code: with the GIL held it would stall for the whole search, so its
+    # longest pause would be at least the search time.
+    _, q = data
+    done = threading.Event()
+    max_gap = [0.0]
+
+    def spin():
+        prev = time.perf_counter()
+        while not done.is_set():
+            now = time.perf_counter()
+            max_gap[0] = max(max_gap[0], now - prev)
+            prev = now
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.01)
+        _, _, st = index.search(np.repeat(q, 2, axis=0), K, threads=1, return_stats=True)
+    finally:
+        done.set()
+        t.join()
+    assert st["wall_s"] > 0.02, "search too short to tell"
+    assert max_gap[0] < st["wall_s"] / 2, (max_gap[0], st["wall_s"])
