@@ -89,6 +89,21 @@ pub fn run(a: Args) -> Result<()> {
         out.flush()?;
         Ok(())
     };
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    emit(
+        vec![serde_json::json!({
+            "kind": "run", "dataset": dataset, "n": n, "d": dim, "nq": gt.nq,
+            "data": a.data.display().to_string(),
+            "command": std::env::args().collect::<Vec<_>>().join(" "),
+            "unix_time": started, "loadavg": load.trim(), "threads": a.threads,
+            "memory_budget_bytes": budget, "simd": stratavec_simd::kernel_name(),
+            "stratavec_version": env!("CARGO_PKG_VERSION"),
+        })],
+        &mut rows,
+    )?;
     eprintln!(
         "bench: {dataset} n={n} d={dim}, budget {budget_mb:.1} MB ({}% of raw), {} threads",
         a.memory_fraction * 100.0,

@@ -27,7 +27,7 @@ pub fn measure(
             },
         )?;
         rows.push(json!({
-            "kind": "device", "system": "device", "block_bytes": block, "depth": depth,
+            "kind": "device", "system": "device", "dataset": dataset, "block_bytes": block, "depth": depth,
             "threads": threads, "reads_per_s": r.reads_per_s, "mb_per_s": r.mb_per_s,
             "p50_us": r.p50_us, "p99_us": r.p99_us, "backend": r.backend,
             "file": file.display().to_string(),

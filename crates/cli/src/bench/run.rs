@@ -142,6 +142,8 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         };
         rows.push(json!({
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
+            "n": index.len(), "d": index.dim(), "nq": nq,
+            "latency_mode": "in-batch (admission to completion, in_flight queries per thread)",
             "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
             "recall_at_1": r(1), "recall_at_10": r(10), "recall_at_100": r(100),
             "qps": n / res.wall_s, "search_s": res.wall_s,
