@@ -173,7 +173,7 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(file) = &first_index {
             eprintln!("bench: device ceiling on {}", file.display());
             emit(
-                device::measure(file, a.threads, 4096, a.device_seconds)?,
+                device::measure(file, &dataset, a.threads, 4096, a.device_seconds)?,
                 &mut rows,
             )?;
         }

@@ -3,6 +3,8 @@
 //! `stratavec` library.
 
 #![forbid(unsafe_code)]
+// The bench rows are large serde_json::json! literals.
+#![recursion_limit = "256"]
 
 mod bench;
 mod cmd_bench;

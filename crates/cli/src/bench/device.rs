@@ -9,6 +9,7 @@ use stratavec_io::Backend;
 
 pub fn measure(
     file: &Path,
+    dataset: &str,
     threads: usize,
     block: usize,
     seconds: f64,
