@@ -1,7 +1,8 @@
+use crate::measured::{measure, Measured};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
-use stratavec::data::{recall, GroundTruth};
+use stratavec::data::GroundTruth;
 use stratavec::{Index, OpenOptions, SearchParams};
 use stratavec_io::Backend;
 
@@ -44,31 +45,12 @@ struct Row {
     #[serde(rename = "L")]
     l: usize,
     k: usize,
-    recall: Option<f64>,
-    qps: f64,
-    mean_us: f64,
-    p50_us: f64,
-    p99_us: f64,
-    reads_per_query: f64,
-    bytes_per_query: f64,
-    /// Reads per query as the kernel counted them (/proc/self/io).
-    proc_reads_per_query: Option<f64>,
-    hops_per_query: f64,
-    cache_hits_per_query: f64,
+    #[serde(flatten)]
+    measured: Measured,
     memory_bytes: usize,
-    failed: usize,
     beam_width: usize,
     threads: usize,
     in_flight: usize,
-    io_backend: String,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -127,57 +109,31 @@ pub fn run(a: Args) -> Result<()> {
         let res = index
             .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
-        let recall = match &gt {
-            Some(gt) => {
-                let lists: Vec<&[u32]> = res.ids.chunks(a.k).collect();
-                Some(recall(&lists, gt, a.k)?.mean)
-            }
-            None => None,
-        };
-        let total = res.total();
-        let mut lat: Vec<f64> = res.stats.iter().map(|s| s.latency_us).collect();
-        lat.sort_by(|x, y| x.total_cmp(y));
-        let nqf = nq as f64;
-        let span = if total.reads > 0 {
-            total.bytes as f64 / total.reads as f64
-        } else {
-            4096.0
-        };
         let row = Row {
             l,
             k: a.k,
-            recall,
-            qps: nqf / res.wall_s,
-            mean_us: total.latency_us / nqf,
-            p50_us: percentile(&lat, 0.5),
-            p99_us: percentile(&lat, 0.99),
-            reads_per_query: total.reads as f64 / nqf,
-            bytes_per_query: total.bytes as f64 / nqf,
-            proc_reads_per_query: res.proc_read_bytes.map(|b| b as f64 / span / nqf),
-            hops_per_query: total.hops as f64 / nqf,
-            cache_hits_per_query: total.cache_hits as f64 / nqf,
+            measured: measure(&res, gt.as_ref(), a.k)?,
             memory_bytes: index.memory().total(),
-            failed: res.failed(),
             beam_width: a.beam_width,
             threads,
             in_flight: a.in_flight,
-            io_backend: res.io_backend.clone(),
         };
+        let m = &row.measured;
         if a.json {
             println!("{}", serde_json::to_string(&row)?);
         } else {
             println!(
                 "{:>5} {:>8} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8} {:>9.1} {:>8}",
                 row.l,
-                row.recall.map_or("-".into(), |r| format!("{r:.4}")),
-                row.qps,
-                row.mean_us,
-                row.p99_us,
-                row.reads_per_query,
-                row.proc_reads_per_query
+                m.recall.map_or("-".into(), |r| format!("{r:.4}")),
+                m.qps,
+                m.mean_us,
+                m.p99_us,
+                m.reads_per_query,
+                m.proc_reads_per_query
                     .map_or("-".into(), |r| format!("{r:.1}")),
-                row.bytes_per_query / 1024.0,
-                row.failed
+                m.bytes_per_query / 1024.0,
+                m.failed
             );
         }
         if let Some(e) = res.errors.iter().flatten().next() {

@@ -15,6 +15,7 @@ mod cmd_gt;
 mod cmd_info;
 mod cmd_search;
 mod cmd_synth;
+mod measured;
 mod progress;
 
 use clap::{Parser, Subcommand};

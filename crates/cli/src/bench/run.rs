@@ -1,11 +1,12 @@
 //! One stratavec profile in a bench run: build (in a child process, so its
 //! peak RSS is its own) or reuse a matching index, then sweep L.
 
+use crate::measured::measure;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
-use stratavec::data::{recall, GroundTruth};
+use stratavec::data::GroundTruth;
 use stratavec::index::Manifest;
 use stratavec::{BuildParams, Index, OpenOptions, SearchParams};
 
@@ -77,13 +78,6 @@ pub struct Sweep<'a> {
     pub repeats: usize,
 }
 
-fn pct(sorted: &[f64], q: f64) -> f64 {
-    sorted
-        .get(((sorted.len() as f64 - 1.0) * q).round() as usize)
-        .copied()
-        .unwrap_or(0.0)
-}
-
 pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
     let opts = OpenOptions {
         memory_budget_bytes: Some(s.budget_bytes),
@@ -125,40 +119,22 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         }
         runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
         let res = &runs[runs.len() / 2];
-        let lists: Vec<&[u32]> = res.ids.chunks(s.k).collect();
-        let r = |k: usize| -> Option<f64> {
-            (k <= s.k && k <= s.gt.k)
-                .then(|| recall(&lists, s.gt, k).map(|r| r.mean).ok())
-                .flatten()
-        };
-        let t = res.total();
-        let mut lat: Vec<f64> = res.stats.iter().map(|x| x.latency_us).collect();
-        lat.sort_by(|a, b| a.total_cmp(b));
-        let n = nq as f64;
-        let span = if t.reads > 0 {
-            t.bytes as f64 / t.reads as f64
-        } else {
-            4096.0
-        };
-        rows.push(json!({
+        let m = serde_json::to_value(measure(res, Some(s.gt), s.k)?)?;
+        let mut row = json!({
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
             "n": index.len(), "d": index.dim(), "nq": nq,
             "latency_mode": "in-batch (admission to completion, in_flight queries per thread)",
             "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
-            "recall_at_1": r(1), "recall_at_10": r(10), "recall_at_100": r(100),
-            "qps": n / res.wall_s, "search_s": res.wall_s,
-            "mean_us": t.latency_us / n, "p50_us": pct(&lat, 0.5), "p99_us": pct(&lat, 0.99), "p999_us": pct(&lat, 0.999),
-            "reads_per_query": t.reads as f64 / n, "bytes_per_query": t.bytes as f64 / n,
-            "proc_reads_per_query": res.proc_read_bytes.map(|b| b as f64 / span / n),
-            "hops_per_query": t.hops as f64 / n, "cache_hits_per_query": t.cache_hits as f64 / n,
-            "exact_per_query": t.exact as f64 / n, "estimated_per_query": t.estimated as f64 / n,
-            "io_wait_s": res.io_wait_s, "failed": res.failed(), "io_backend": res.io_backend,
             "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(), "repeats": s.repeats.max(1),
-        }));
+        });
+        if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
+            row.extend(m);
+        }
+        rows.push(row);
     }
     Ok(rows)
 }
