@@ -22,7 +22,8 @@ else
 fi
 
 step "cargo test"
-cargo test --workspace --release
+# The test profile (opt-level 2, no LTO) links the many test binaries fast.
+cargo test
 
 step "python tests"
 venv=.cache/venv-py
