@@ -28,6 +28,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     pq_adc_batch: |t, c, m, o| unsafe { pq_adc_batch(t, c, m, o) },
     // SAFETY: see `KERNELS`.
     l2_sq_transposed: |p, ct, o| unsafe { crate::transposed::avx2(p, ct, o) },
+    // SAFETY: see `KERNELS`.
+    nearest_transposed: |p, ct, o| unsafe { crate::transposed::nearest_avx2(p, ct, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

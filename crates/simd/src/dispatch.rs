@@ -99,6 +99,7 @@ pub struct Kernels {
     pub pq_adc: fn(&[f32], &[u8]) -> f32,
     pub pq_adc_batch: fn(&[f32], &[u8], usize, &mut [f32]),
     pub l2_sq_transposed: fn(&[f32], &[f32], &mut [f32]),
+    pub nearest_transposed: fn(&[f32], &[f32], &mut [f32]) -> usize,
 }
 
 struct Active {

@@ -81,6 +81,14 @@ pub fn l2_sq_transposed(point: &[f32], ct: &[f32], out: &mut [f32]) {
     (dispatch::active().l2_sq_transposed)(point, ct, out)
 }
 
+/// Index of the centroid nearest to `point` among the k = `scratch.len()`
+/// centroids stored transposed in `ct` (first index on ties); `scratch`
+/// receives the squared distances. Panics unless `ct.len() == d * k`.
+#[inline]
+pub fn nearest_transposed(point: &[f32], ct: &[f32], scratch: &mut [f32]) -> usize {
+    (dispatch::active().nearest_transposed)(point, ct, scratch)
+}
+
 /// Name of the kernel set in use: "avx512", "avx2+fma" or "scalar", followed
 /// by a note in parentheses when `STRATAVEC_SIMD` asked for something else.
 pub fn kernel_name() -> &'static str {

@@ -13,6 +13,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     pq_adc,
     pq_adc_batch,
     l2_sq_transposed: crate::transposed::scalar,
+    nearest_transposed: crate::transposed::nearest_scalar,
 };
 
 /// Squared Euclidean distance. Panics if the lengths differ.

@@ -297,3 +297,23 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// Every level's nearest-centroid kernel picks a centroid at the minimum
+    /// distance (the first on ties), for k with and without a 16-lane tail.
+    #[test]
+    fn nearest_transposed_matches_reference(dim in 1usize..12, k in 1usize..300, seed in 0u32..1000, ties in proptest::bool::ANY) {
+        let val = |i: usize| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 97) as f32 / 10.0;
+        let point: Vec<f32> = (0..dim).map(val).collect();
+        // With `ties`, centroids repeat every 7, so equal minima occur.
+        let ct: Vec<f32> = (0..dim * k).map(|i| { let c = i % k; let c = if ties { c % 7 } else { c }; val(c * 31 + i / k + 5) }).collect();
+        for kern in levels() {
+            let mut scratch = vec![0.0; k];
+            let got = (kern.nearest_transposed)(&point, &ct, &mut scratch);
+            let mut want = vec![0.0; k];
+            (kern.l2_sq_transposed)(&point, &ct, &mut want);
+            let first_min = (0..k).fold(0, |b, c| if want[c] < want[b] { c } else { b });
+            proptest::prop_assert_eq!(got, first_min, "{:?}", kern.level);
+        }
+    }
+}

@@ -10,14 +10,7 @@ use crate::util::rng::Rng;
 /// `ct[j * k + c]` is component j of centroid c. `dists` is scratch of len k.
 #[inline]
 pub fn nearest(point: &[f32], ct: &[f32], k: usize, dists: &mut [f32]) -> usize {
-    stratavec_simd::l2_sq_transposed(point, ct, &mut dists[..k]);
-    let mut best = 0;
-    for c in 1..k {
-        if dists[c] < dists[best] {
-            best = c;
-        }
-    }
-    best
+    stratavec_simd::nearest_transposed(point, ct, &mut dists[..k])
 }
 
 /// Transposes row-major `k x dim` centroids to `dim x k`.

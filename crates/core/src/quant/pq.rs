@@ -175,13 +175,17 @@ pub struct PqQuantizer {
 }
 
 impl PqQuantizer {
-    pub fn new(codebook: PqCodebook, codes: Vec<u8>, metric: Metric) -> Self {
+    /// Keeps only the transposed centroids (the row-major copy is dropped:
+    /// every table is computed from the transposed form), so the codebook
+    /// is held once.
+    pub fn new(mut codebook: PqCodebook, codes: Vec<u8>, metric: Metric) -> Self {
         let transposed = (0..codebook.m)
             .map(|j| {
                 let d = codebook.offsets[j + 1] - codebook.offsets[j];
                 kmeans::transpose(codebook.sub_centroids(j), KSUB, d)
             })
             .collect();
+        codebook.centroids = Vec::new();
         PqQuantizer {
             codebook,
             codes,
@@ -201,16 +205,30 @@ impl Quantizer for PqQuantizer {
     }
 
     fn resident_bytes(&self) -> usize {
-        self.codes.len() + 2 * self.codebook.bytes()
+        let transposed: usize = self.transposed.iter().map(|t| t.len() * 4).sum();
+        self.codes.len() + self.codebook.bytes() + transposed
     }
 
     fn prepare(&self, query: &[f32], table: &mut Vec<f32>) {
-        if self.metric == Metric::InnerProduct {
-            return self.codebook.table(query, self.metric, table);
-        }
         let cb = &self.codebook;
         table.clear();
         table.resize(cb.m * KSUB, 0.0);
+        if self.metric == Metric::InnerProduct {
+            // -<q, centre + c>: the centre's share is the same for every id,
+            // added once to sub-space 0.
+            for (j, row) in table.chunks_exact_mut(KSUB).enumerate() {
+                let (a, b) = (cb.offsets[j], cb.offsets[j + 1]);
+                for (t, &q) in query[a..b].iter().enumerate() {
+                    let col = &self.transposed[j][t * KSUB..(t + 1) * KSUB];
+                    for (r, &c) in row.iter_mut().zip(col) {
+                        *r -= q * c;
+                    }
+                }
+            }
+            let bias = -stratavec_simd::dot_f32(query, &cb.center);
+            table[..KSUB].iter_mut().for_each(|t| *t += bias);
+            return;
+        }
         let resid: Vec<f32> = query.iter().zip(&cb.center).map(|(q, c)| q - c).collect();
         for (j, row) in table.chunks_exact_mut(KSUB).enumerate() {
             let (a, b) = (cb.offsets[j], cb.offsets[j + 1]);
