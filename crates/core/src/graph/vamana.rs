@@ -10,7 +10,7 @@
 
 use super::greedy::{search_to_point, Scratch};
 use super::medoid::medoid;
-use super::prune::robust_prune;
+use super::prune::{robust_prune, PruneScratch as Occlusion};
 use super::space::BuildSpace;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
@@ -170,7 +170,7 @@ fn final_prune(space: &BuildSpace, lists: &mut [Vec<u32>], alpha: f32, r: usize)
 #[derive(Default)]
 struct PruneScratch {
     search: Scratch,
-    occlusion: Vec<f32>,
+    occlusion: Occlusion,
     out: Vec<u32>,
 }
 
