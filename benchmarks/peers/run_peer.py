@@ -291,7 +291,8 @@ def main(argv=None) -> int:
         search_s = time.perf_counter() - t0
         io1 = proc_io()
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        cpu_s = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        cpu_user_s = ru1.ru_utime - ru0.ru_utime
+        cpu_sys_s = ru1.ru_stime - ru0.ru_stime
         ids = np.asarray(ids)
         if ids.shape != (nq, k):
             raise SystemExit(f"{peer.key}: result shape {ids.shape}, expected {(nq, k)}")
@@ -316,7 +317,9 @@ def main(argv=None) -> int:
             "recall_at_100": recall_at(gt_ids, gt_d, ids, 100) if k >= 100 else None,
             "qps": nq / search_s,
             "search_s": search_s,
-            "cpu_us_per_query": cpu_s / nq * 1e6,
+            "cpu_us_per_query": (cpu_user_s + cpu_sys_s) / nq * 1e6,
+            "cpu_user_us_per_query": cpu_user_s / nq * 1e6,
+            "cpu_sys_us_per_query": cpu_sys_s / nq * 1e6,
             "loadavg_1m": load1,
             "mean_us": mean_us,
             "p50_us": p50_us,
