@@ -14,6 +14,7 @@ mod cmd_convert;
 mod cmd_gt;
 mod cmd_info;
 mod cmd_search;
+mod cmd_shuffle;
 mod cmd_synth;
 mod measured;
 mod progress;
@@ -45,6 +46,8 @@ enum Command {
     Convert(cmd_convert::Args),
     /// Write a seeded synthetic data set (base, queries, ground truth).
     Synth(cmd_synth::Args),
+    /// Report the overlap ratio OR(G) of an index's layout and after block shuffling.
+    Shuffle(cmd_shuffle::Args),
     /// Sweep profiles and peers on one data set; JSON lines + Pareto summary.
     Bench(cmd_bench::Args),
     /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
@@ -62,6 +65,7 @@ fn main() {
         Command::Synth(a) => cmd_synth::run(a),
         Command::BenchIo(a) => cmd_bench_io::run(a),
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Shuffle(a) => cmd_shuffle::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

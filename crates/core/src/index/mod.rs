@@ -2,6 +2,7 @@
 pub mod build;
 pub mod cache_load;
 pub mod commit;
+pub mod graph_file;
 pub mod manifest;
 pub mod open;
 

@@ -6,6 +6,7 @@
 pub mod coupled;
 pub mod header;
 pub mod record;
+pub mod shuffle;
 
 pub use coupled::CoupledLayout;
 pub use header::PagesHeader;
