@@ -3,11 +3,13 @@
 //! holds a node and for the node's record inside the bytes read; it never
 //! computes an offset itself.
 
+pub mod blocked;
 pub mod coupled;
 pub mod header;
 pub mod record;
 pub mod shuffle;
 
+pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
 pub use header::PagesHeader;
 pub use record::NodeView;
