@@ -494,6 +494,7 @@ impl Index {
             beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
             in_flight: count("in_flight", in_flight, 1)?,
+            ..Default::default()
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py

@@ -119,6 +119,11 @@ pub fn run(a: Args) -> Result<()> {
             complexity: a.complexity,
             alpha: a.alpha,
             pq_bytes: a.pq_bytes,
+            shuffle: if profile == "starling" {
+                stratavec::layout::shuffle::Shuffle::Bnf
+            } else {
+                stratavec::layout::shuffle::Shuffle::None
+            },
             ..Default::default()
         };
         let dir = a.work.join(format!(
@@ -143,6 +148,7 @@ pub fn run(a: Args) -> Result<()> {
             budget_bytes: budget,
             build: &build,
             repeats: a.repeats,
+            page_search: profile == "starling",
         })?;
         emit(v, &mut rows)?;
     }

@@ -35,6 +35,13 @@ pub struct Args {
     page_size: usize,
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Block shuffle of the records: none, bnp, bnf, bns (default: bnf for
+    /// the starling profile, none otherwise).
+    #[arg(long)]
+    shuffle: Option<stratavec::layout::shuffle::Shuffle>,
+    /// BNF/BNS iterations β.
+    #[arg(long, default_value_t = 8)]
+    shuffle_iterations: usize,
     /// Build threads (default: all cores). The index is identical for any value.
     #[arg(long)]
     threads: Option<usize>,
@@ -44,7 +51,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    let shuffle = a.shuffle.unwrap_or(if a.profile == "starling" {
+        stratavec::layout::shuffle::Shuffle::Bnf
+    } else {
+        stratavec::layout::shuffle::Shuffle::None
+    });
     let params = BuildParams {
+        shuffle,
+        shuffle_iterations: a.shuffle_iterations,
         profile: a.profile,
         metric: a.metric,
         graph_degree: a.graph_degree,
@@ -80,5 +94,17 @@ pub fn run(a: Args) -> Result<()> {
         .map(|(s, t)| format!("{s} {t:.1}s"))
         .collect();
     println!("stages: {}", stages.join(", "));
+    if let Some(s) = &report.shuffle {
+        let after: Vec<String> = s
+            .stages
+            .iter()
+            .map(|(n, or, _)| format!("{n} {or:.4}"))
+            .collect();
+        println!(
+            "overlap ratio OR(G): id order {:.4}, {}",
+            s.id_order,
+            after.join(", ")
+        );
+    }
     Ok(())
 }

@@ -32,6 +32,13 @@ pub struct Args {
     /// Queries each thread keeps in flight.
     #[arg(long, default_value_t = 16)]
     in_flight: usize,
+    /// Block search: use every record of each page read (Starling §4.2).
+    /// Default: on for indexes of the starling profile.
+    #[arg(long)]
+    page_search: Option<bool>,
+    /// Block search pruning ratio σ.
+    #[arg(long, default_value_t = 0.3)]
+    prune_ratio: f32,
     /// I/O backend: auto, io_uring, pread, buffered, ram.
     #[arg(long, default_value = "auto")]
     io: Backend,
@@ -105,6 +112,10 @@ pub fn run(a: Args) -> Result<()> {
             beam_width: a.beam_width,
             threads,
             in_flight: a.in_flight,
+            page_search: a
+                .page_search
+                .unwrap_or(index.manifest.profile == "starling"),
+            prune_ratio: a.prune_ratio,
         };
         let res = index
             .search_batch(&queries, qfile.dim(), &params)

@@ -21,6 +21,7 @@ fn params() -> SearchParams {
         beam_width: 4,
         threads: 2,
         in_flight: 8,
+        ..Default::default()
     }
 }
 

@@ -21,6 +21,7 @@ fn one_query_batch_kernel_bytes_match_stats() {
         beam_width: 4,
         threads: 1,
         in_flight: 1,
+        ..Default::default()
     };
     let res = index.search_batch(&queries, index.dim(), &p).unwrap();
     if !res.io_backend.contains("direct") {

@@ -54,6 +54,7 @@ fn wordnet_20k_diskann_profile_reaches_recall_and_counts_reads_exactly() {
             beam_width: 4,
             threads: 2,
             in_flight: 8,
+            ..Default::default()
         };
         let res = index.search_batch(&queries, index.dim(), &params).unwrap();
         assert_eq!(res.failed(), 0);

@@ -49,6 +49,7 @@ pub fn build_or_reuse(
         .args(["--passes", &params.passes.to_string()])
         .args(["--page-size", &params.page_size.to_string()])
         .args(["--seed", &params.seed.to_string()])
+        .args(["--shuffle", &params.shuffle.to_string()])
         .args(["--threads", &threads.to_string()])
         .status()
         .context("start the build child")?;
@@ -76,6 +77,8 @@ pub struct Sweep<'a> {
     pub budget_bytes: u64,
     pub build: &'a Value,
     pub repeats: usize,
+    /// Block search (the starling profile).
+    pub page_search: bool,
 }
 
 pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
@@ -103,6 +106,8 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         beam_width: s.beam_width,
         threads: s.threads,
         in_flight: s.in_flight,
+        page_search: s.page_search,
+        ..Default::default()
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
     let mut rows = Vec::new();

@@ -7,7 +7,8 @@ use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
-use crate::layout::CoupledLayout;
+use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams, ShuffleReport};
+use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
 use crate::progress::Progress;
 use crate::quant::pq::{PqCodebook, PqTrainParams};
 use crate::quant::pq_file;
@@ -42,6 +43,26 @@ pub struct BuildParams {
     /// Largest insertion batch as a fraction of n.
     pub max_batch_fraction: f32,
     pub seed: u64,
+    /// Block shuffle of the records (Starling §4.1); `none` keeps id order
+    /// (DiskANN's coupled layout).
+    #[serde(default = "no_shuffle")]
+    pub shuffle: Shuffle,
+    /// BNF/BNS iterations β.
+    #[serde(default = "default_shuffle_iterations")]
+    pub shuffle_iterations: usize,
+    /// BNF/BNS OR(G) gain threshold τ.
+    #[serde(default = "default_shuffle_gain")]
+    pub shuffle_gain: f64,
+}
+
+fn no_shuffle() -> Shuffle {
+    Shuffle::None
+}
+fn default_shuffle_iterations() -> usize {
+    8
+}
+fn default_shuffle_gain() -> f64 {
+    0.01
 }
 
 impl Default for BuildParams {
@@ -59,6 +80,9 @@ impl Default for BuildParams {
             page_size: 4096,
             max_batch_fraction: 0.02,
             seed: 42,
+            shuffle: Shuffle::None,
+            shuffle_iterations: 8,
+            shuffle_gain: 0.01,
         }
     }
 }
@@ -78,6 +102,9 @@ pub struct BuildReport {
     pub peak_rss_bytes: u64,
     pub index_bytes: u64,
     pub graph_mean_degree: f64,
+    /// OR(G) of id order and after each shuffle stage (Starling eq. 5).
+    #[serde(default)]
+    pub shuffle: Option<ShuffleReport>,
 }
 
 pub const BUILD_REPORT: &str = "build_report.json";
@@ -86,8 +113,12 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     let arg = |what: &str, expected: &str, found: &dyn ToString| {
         Err(Error::argument(what, expected, found.to_string()))
     };
-    if p.profile != "diskann" {
-        return arg("profile", "diskann (others are not built yet)", &p.profile);
+    if !["diskann", "starling"].contains(&p.profile.as_str()) {
+        return arg(
+            "profile",
+            "diskann or starling (others are not built yet)",
+            &p.profile,
+        );
     }
     if p.graph_degree == 0 || p.graph_degree > 1024 {
         return arg("graph_degree (R)", "1..=1024", &p.graph_degree);
@@ -237,7 +268,7 @@ pub fn build_index(
     // 4. Disk layout and codes.
     let t = Instant::now();
     progress.stage("write pages", 0);
-    let layout = CoupledLayout::new(params.page_size, n, dim, dtype, params.graph_degree);
+    let coupled = CoupledLayout::new(params.page_size, n, dim, dtype, params.graph_degree);
     let pages_path = staging.dir.join("pages.bin");
     let file = std::fs::File::create(&pages_path).at("create", &pages_path)?;
     let mut w = BufWriter::with_capacity(8 << 20, file);
@@ -258,10 +289,63 @@ pub fn build_index(
             }
         }
     };
-    layout
-        .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
-        .and_then(|_| w.flush())
-        .at("write", &pages_path)?;
+    let mut extra_files = vec![];
+    let layout_name = if params.shuffle == Shuffle::None {
+        coupled
+            .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
+            .and_then(|_| w.flush())
+            .at("write", &pages_path)?;
+        coupled.name()
+    } else {
+        let per_block = blocked::records_per_block(params.page_size, coupled.record_bytes);
+        if per_block < 2 {
+            return Err(Error::argument(
+                "shuffle",
+                format!(
+                    "pages that hold at least 2 records of {} bytes (use --page-size 8192 or 16384)",
+                    coupled.record_bytes
+                ),
+                format!("{per_block} per {}-byte page", params.page_size),
+            ));
+        }
+        let t = Instant::now();
+        progress.stage("shuffle blocks", 0);
+        let sp = ShuffleParams {
+            method: params.shuffle,
+            iterations: params.shuffle_iterations,
+            gain_threshold: params.shuffle_gain,
+        };
+        let (assignment, shuffle_report) = pool.install(|| shuffle(&graph.lists, per_block, &sp));
+        progress.finish();
+        stage("shuffle", t);
+        report.shuffle = Some(shuffle_report);
+        let positions = assignment.positions();
+        let layout = BlockedLayout::new(
+            params.page_size,
+            dim,
+            dtype,
+            params.graph_degree,
+            positions,
+            per_block,
+        );
+        layout
+            .write(
+                &mut w,
+                graph.medoid,
+                &assignment,
+                &|id| graph.lists[id as usize].clone(),
+                &vector_bytes,
+            )
+            .and_then(|_| w.flush())
+            .at("write", &pages_path)?;
+        let map_path = staging.dir.join("map.bin");
+        let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
+        position_map::write(&mut mw, per_block, &layout.position)
+            .and_then(|_| mw.flush())
+            .at("write", &map_path)?;
+        extra_files.push("map.bin");
+        layout.name()
+    };
     drop(w);
     let codes_path = staging.dir.join("codes.bin");
     let mut w = BufWriter::new(std::fs::File::create(&codes_path).at("create", &codes_path)?);
@@ -275,7 +359,7 @@ pub fn build_index(
     // 5. Manifest (last: its presence marks a complete index), then commit.
     let t = Instant::now();
     let mut files = BTreeMap::new();
-    for name in ["pages.bin", "codes.bin"] {
+    for name in ["pages.bin", "codes.bin"].into_iter().chain(extra_files) {
         files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
     }
     report.index_bytes = files.values().map(|f| f.bytes).sum();
@@ -287,7 +371,7 @@ pub fn build_index(
         n,
         metric: params.metric,
         build: params.clone(),
-        layout: "coupled".into(),
+        layout: layout_name.into(),
         page_size: params.page_size,
         quantizer: format!("pq{}", params.pq_bytes),
         medoid: graph.medoid,

@@ -6,7 +6,7 @@ use super::manifest::Manifest;
 use crate::data::{DType, Metric};
 use crate::entry::{EntryPoints, Medoid};
 use crate::error::{Error, FileContext, Result};
-use crate::layout::{CoupledLayout, Layout, PagesHeader};
+use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader};
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
@@ -57,7 +57,7 @@ pub struct Index {
     pub dir: PathBuf,
     pub manifest: Manifest,
     pages_path: PathBuf,
-    layout: CoupledLayout,
+    layout: Box<dyn Layout>,
     quantizer: PqQuantizer,
     cache: NodeCache,
     entry: Medoid,
@@ -171,7 +171,41 @@ impl Index {
             },
         )?;
         let header = read_header(&mut *header_reader, &pages_path, page_size)?;
-        let layout = CoupledLayout::from_header(&header);
+        let layout: Box<dyn Layout> = match header.layout.as_str() {
+            "coupled" => Box::new(CoupledLayout::from_header(&header)),
+            "blocked" => {
+                let map_path = check_file_size(&manifest, &dir, "map.bin")?;
+                let (per_block, positions) = position_map::read(&map_path, manifest.n)?;
+                let rb = CoupledLayout::from_header(&header).record_bytes;
+                if per_block > crate::layout::blocked::records_per_block(page_size, rb) {
+                    return Err(Error::index(
+                        &map_path,
+                        "records per block",
+                        format!(
+                            "at most {} for {page_size}-byte pages",
+                            crate::layout::blocked::records_per_block(page_size, rb)
+                        ),
+                        per_block,
+                    ));
+                }
+                Box::new(BlockedLayout::new(
+                    page_size,
+                    header.dim as usize,
+                    header.dtype,
+                    header.max_degree as usize,
+                    positions,
+                    per_block,
+                ))
+            }
+            other => {
+                return Err(Error::index(
+                    &pages_path,
+                    "layout",
+                    "coupled or blocked",
+                    other,
+                ))
+            }
+        };
         let expect = |field: &str, want: String, got: String| -> Result<()> {
             if want != got {
                 return Err(Error::index(
@@ -218,7 +252,7 @@ impl Index {
             * opts.reserve_in_flight.max(1)
             * opts.reserve_beam_width.max(1)
             * layout.max_span_bytes();
-        let fixed = quantizer.resident_bytes() + buffers;
+        let fixed = quantizer.resident_bytes() + buffers + layout.resident_bytes();
         let cache_nodes = match opts.memory_budget_bytes {
             None => 0,
             Some(budget) if (budget as usize) < fixed => {
@@ -234,11 +268,11 @@ impl Index {
                 ))
             }
             Some(budget) => {
-                ((budget as usize - fixed) / bytes_per_node(layout.record_bytes)).min(manifest.n)
+                ((budget as usize - fixed) / bytes_per_node(layout.record_bytes())).min(manifest.n)
             }
         };
         let cache = load_bfs(
-            &layout,
+            &*layout,
             &mut *header_reader,
             header.medoid,
             cache_nodes,
@@ -251,6 +285,9 @@ impl Index {
         memory.add("codes", quantizer.resident_bytes());
         memory.add("cache", cache.resident_bytes());
         memory.add("buffers", buffers);
+        if layout.resident_bytes() > 0 {
+            memory.add("map", layout.resident_bytes());
+        }
         Ok(Index {
             dir,
             entry: Medoid(header.medoid),
@@ -299,7 +336,7 @@ impl Index {
 
     fn context(&self) -> SearchContext<'_> {
         SearchContext {
-            layout: &self.layout,
+            layout: &*self.layout,
             quantizer: &self.quantizer,
             cache: &self.cache,
             entry: &self.entry as &dyn EntryPoints,
@@ -479,9 +516,15 @@ impl Index {
                                 }
                                 let q = &queries[qi * dim..(qi + 1) * dim];
                                 let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+                                let state =
+                                    BeamSearch::new(ctx, pq, params.complexity, params.beam_width);
                                 Some((
                                     qi,
-                                    BeamSearch::new(ctx, pq, params.complexity, params.beam_width),
+                                    if params.page_search {
+                                        state.with_page_search(params.prune_ratio)
+                                    } else {
+                                        state
+                                    },
                                 ))
                             },
                             |mut done| {

@@ -66,10 +66,6 @@ impl BlockedLayout {
         self.n.div_ceil(self.per_block)
     }
 
-    pub fn file_bytes(&self) -> u64 {
-        ((1 + self.blocks()) * self.page_size) as u64
-    }
-
     /// Writes the pages file for `assignment`. `vector_bytes(id, out)` gives
     /// the stored vector of node `id`. Blocks are written in order, one page
     /// buffer at a time.
@@ -118,8 +114,7 @@ impl BlockedLayout {
         Ok(())
     }
 
-    /// Every record of a block read for any of its nodes: (id, record).
-    pub fn block_records<'a>(&self, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
+    fn records_of_block<'a>(&self, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
         out.clear();
         for slot in 0..self.per_block {
             let d = &bytes[4 * slot..4 * slot + 4];
@@ -130,11 +125,6 @@ impl BlockedLayout {
             let s = self.dir_bytes() + slot * self.record_bytes;
             out.push((id, &bytes[s..s + self.record_bytes]));
         }
-    }
-
-    /// Bytes of the id→position map held in RAM.
-    pub fn map_bytes(&self) -> usize {
-        self.position.capacity() * 4
     }
 }
 
@@ -171,6 +161,19 @@ impl Layout for BlockedLayout {
 
     fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a> {
         NodeView::parse(record, self.dim * self.dtype.size(), self.max_degree)
+    }
+
+    fn block_records<'a>(&self, _target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
+        self.records_of_block(bytes, out)
+    }
+
+    fn file_bytes(&self) -> u64 {
+        ((1 + self.blocks()) * self.page_size) as u64
+    }
+
+    /// The id→position map.
+    fn resident_bytes(&self) -> usize {
+        self.position.capacity() * 4
     }
 }
 
@@ -218,7 +221,7 @@ mod tests {
                 let b = blocked.span_of(id);
                 let bytes = &file[b.offset as usize..b.offset as usize + b.len as usize];
                 prop_assert_eq!(blocked.record_slice(id, bytes), want);
-                blocked.block_records(bytes, &mut records);
+                blocked.block_records(id, bytes, &mut records);
                 prop_assert!(records.iter().any(|&(rid, rec)| rid == id && rec == want));
                 prop_assert!(records.len() <= per_block);
             }

@@ -65,10 +65,6 @@ impl CoupledLayout {
         }
     }
 
-    pub fn file_bytes(&self) -> u64 {
-        ((1 + self.data_pages()) * self.page_size) as u64
-    }
-
     fn first_page(&self, id: u32) -> usize {
         1 + (id as usize)
             .checked_div(self.nodes_per_page)
@@ -154,6 +150,24 @@ impl Layout for CoupledLayout {
 
     fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a> {
         NodeView::parse(record, self.dim * self.dtype.size(), self.max_degree)
+    }
+
+    fn block_records<'a>(&self, target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
+        out.clear();
+        if self.nodes_per_page == 0 {
+            out.push((target, self.record_slice(target, bytes)));
+            return;
+        }
+        // Id order: the page holds the ids around the target.
+        let first = target as usize / self.nodes_per_page * self.nodes_per_page;
+        for id in first..(first + self.nodes_per_page).min(self.n) {
+            let s = (id - first) * self.record_bytes;
+            out.push((id as u32, &bytes[s..s + self.record_bytes]));
+        }
+    }
+
+    fn file_bytes(&self) -> u64 {
+        ((1 + self.data_pages()) * self.page_size) as u64
     }
 }
 

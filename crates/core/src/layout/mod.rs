@@ -6,6 +6,7 @@
 pub mod blocked;
 pub mod coupled;
 pub mod header;
+pub mod position_map;
 pub mod record;
 pub mod shuffle;
 
@@ -36,6 +37,15 @@ pub trait Layout: Send + Sync {
     fn record_slice<'a>(&self, id: u32, bytes: &'a [u8]) -> &'a [u8];
     /// Parses a raw record (from a read or from the node cache).
     fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a>;
+    /// Every record (id, raw record) inside `bytes`, the result of reading
+    /// `span_of(target)`: what block search (Starling §4.2) looks at.
+    fn block_records<'a>(&self, target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>);
+    /// Size the pages file must have.
+    fn file_bytes(&self) -> u64;
+    /// Bytes the layout itself holds in RAM (e.g. an id→position map).
+    fn resident_bytes(&self) -> usize {
+        0
+    }
     /// Node `id`'s parsed record inside `bytes`.
     fn record<'a>(&self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
         self.parse(self.record_slice(id, bytes))

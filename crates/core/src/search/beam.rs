@@ -26,6 +26,11 @@ pub struct BeamSearch {
     beam: Vec<u32>,
     /// Set when a record names a neighbour that cannot exist.
     corrupt: Option<String>,
+    /// Nodes whose exact distance is in `exact` (block search meets nodes
+    /// more than once).
+    exact_seen: VisitedSet,
+    /// Block search's pruning ratio σ; `None`: DiskANN's one record per read.
+    prune_ratio: Option<f32>,
 }
 
 impl BeamSearch {
@@ -48,6 +53,8 @@ impl BeamSearch {
             stats: QueryStats::default(),
             beam: Vec::with_capacity(beam_width),
             corrupt: None,
+            exact_seen: VisitedSet::with_capacity(complexity * 4),
+            prune_ratio: None,
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
@@ -62,10 +69,33 @@ impl BeamSearch {
         s
     }
 
-    fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) -> (f32, usize) {
+    /// Turns on block search (Starling §4.2) with pruning ratio σ.
+    pub fn with_page_search(mut self, prune_ratio: f32) -> Self {
+        self.prune_ratio = Some(prune_ratio.clamp(0.0, 1.0));
+        self
+    }
+
+    /// Records the exact distance of a node's stored vector (once per node).
+    pub(super) fn add_exact(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) -> f32 {
         let node = ctx.layout.parse(record);
         let d = self.query.distance(node.vector);
         self.stats.exact += 1;
+        if self.exact_seen.insert(id) {
+            self.exact.push((d, id));
+        }
+        d
+    }
+
+    /// Expands a node: exact distance, then its neighbours into the list.
+    fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+        self.add_exact(ctx, id, record);
+        self.add_neighbors(ctx, id, record);
+    }
+
+    /// Puts a node's unvisited neighbours in the candidate list, ranked by
+    /// estimated distance.
+    pub(super) fn add_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+        let node = ctx.layout.parse(record);
         self.stats.hops += 1;
         let mut added = 0;
         for nb in node.neighbors() {
@@ -88,7 +118,16 @@ impl BeamSearch {
             }
         }
         self.stats.estimated += added as u64;
-        (d, added)
+    }
+
+    /// Whether `id` may still enter the candidate list (and so be read).
+    pub(super) fn mark_visited(&mut self, id: u32) -> bool {
+        self.visited.insert(id)
+    }
+
+    /// Marks `id` expanded if it waits in the list; true if it did.
+    pub(super) fn take_from_list(&mut self, id: u32) -> bool {
+        self.list.mark_expanded(id)
     }
 
     /// The k nearest expanded nodes by exact distance (ties by id).
@@ -123,8 +162,7 @@ impl QueryState for BeamSearch {
             for &id in &beam {
                 match ctx.cache.get(id) {
                     Some(record) => {
-                        let (d, _) = self.expand(ctx, id, record);
-                        self.exact.push((d, id));
+                        self.expand(ctx, id, record);
                         self.stats.cache_hits += 1;
                     }
                     None => reads.push(id),
@@ -141,9 +179,11 @@ impl QueryState for BeamSearch {
         }
     }
 
-    fn on_record(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
-        let (d, _) = self.expand(ctx, id, record);
-        self.exact.push((d, id));
+    fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]) {
+        match self.prune_ratio {
+            None => self.expand(ctx, id, ctx.layout.record_slice(id, span)),
+            Some(sigma) => super::block::process_block(self, ctx, id, span, sigma),
+        }
         self.pending -= 1;
     }
 

@@ -1,6 +1,7 @@
 //! Search: strategies written as state machines, run many at a time per
 //! worker thread by the scheduler (ARCHITECTURE.md, "The execution model").
 pub mod beam;
+pub mod block;
 pub mod context;
 pub mod query;
 pub mod scheduler;
@@ -26,6 +27,18 @@ pub struct SearchParams {
     pub threads: usize,
     /// Queries each worker keeps in flight over its ring.
     pub in_flight: usize,
+    /// Block search (Starling §4.2): use every record of each page read,
+    /// not only the one it was read for.
+    #[serde(default)]
+    pub page_search: bool,
+    /// Block search's pruning ratio σ: the neighbours of the closest
+    /// ⌈(ε−1)·σ⌉ other records of a page are explored (Starling §4.2).
+    #[serde(default = "default_prune_ratio")]
+    pub prune_ratio: f32,
+}
+
+fn default_prune_ratio() -> f32 {
+    0.3
 }
 
 impl Default for SearchParams {
@@ -36,17 +49,20 @@ impl Default for SearchParams {
             beam_width: 4,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             in_flight: 16,
+            page_search: false,
+            prune_ratio: 0.3,
         }
     }
 }
 
 /// One query's state machine. The scheduler calls `step` when the query is
 /// new or has received data; `step` returns the nodes whose records it wants
-/// read (processing anything it can without I/O itself), and `on_record` is
-/// called once per record read.
+/// read (processing anything it can without I/O itself), and `on_read` is
+/// called once per read, with the whole span read.
 pub trait QueryState {
     fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<u32>);
-    fn on_record(&mut self, ctx: &SearchContext, id: u32, record: &[u8]);
+    /// `span` is everything read for node `id` (`ctx.layout.span_of(id)`).
+    fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]);
     /// True when no more reads will be asked for and the result is final.
     fn is_done(&self) -> bool;
     fn stats(&mut self) -> &mut QueryStats;

@@ -151,9 +151,8 @@ where
             q.outstanding -= 1;
             match c.result {
                 Ok(n) if n as usize >= ctx.layout.span_of(id).len as usize => {
-                    let bytes = reader.slot(c.slot);
-                    let record = ctx.layout.record_slice(id, bytes);
-                    q.state.on_record(ctx, id, record);
+                    let span = ctx.layout.span_of(id).len as usize;
+                    q.state.on_read(ctx, id, &reader.slot(c.slot)[..span]);
                     q.dirty = true;
                 }
                 Ok(n) => {

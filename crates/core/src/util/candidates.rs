@@ -97,6 +97,19 @@ impl CandidateList {
         None
     }
 
+    /// Marks `id` expanded if it is in the list and not yet expanded;
+    /// returns whether it was. (Linear in the list: called for the few
+    /// records of a block, not per neighbour.)
+    pub fn mark_expanded(&mut self, id: u32) -> bool {
+        match self.items.iter_mut().find(|c| c.id == id) {
+            Some(c) if !c.expanded => {
+                c.expanded = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether any entry is still unexpanded.
     pub fn has_unexpanded(&self) -> bool {
         self.items[self.cursor.min(self.items.len())..]

@@ -60,6 +60,7 @@ pub fn search_params(k: usize, l: usize) -> SearchParams {
         beam_width: 4,
         threads: 2,
         in_flight: 8,
+        ..Default::default()
     }
 }
 
