@@ -1,0 +1,113 @@
+//! The starling profile end to end: BNF-shuffled blocked layout, the id
+//! map, block search; and the errors its files can raise.
+
+mod common;
+
+use common::*;
+use stratavec::data::Metric;
+use stratavec::layout::shuffle::Shuffle;
+use stratavec::{Index, OpenOptions, SearchParams};
+
+const DIM: usize = 16;
+const N: usize = 3000;
+
+fn starling_params() -> stratavec::BuildParams {
+    stratavec::BuildParams {
+        profile: "starling".into(),
+        shuffle: Shuffle::Bnf,
+        ..small_params(Metric::L2)
+    }
+}
+
+fn params(l: usize, page_search: bool) -> SearchParams {
+    SearchParams {
+        page_search,
+        ..search_params(10, l)
+    }
+}
+
+#[test]
+fn shuffled_index_finds_neighbours_with_fewer_reads() {
+    let (base, queries) = synth(N, 100, DIM, 11);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let tmp = tempdir();
+    let (d_dir, s_dir) = (tmp.path().join("diskann"), tmp.path().join("starling"));
+    build_f32(&d_dir, &base, DIM, &small_params(Metric::L2), 2);
+    build_f32(&s_dir, &base, DIM, &starling_params(), 2);
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s_dir.join("build_report.json")).unwrap())
+            .unwrap();
+    let id_or = report["shuffle"]["id_order"].as_f64().unwrap();
+    let stages = report["shuffle"]["stages"].as_array().unwrap();
+    let bnf_or = stages.last().unwrap()[1].as_f64().unwrap();
+    assert!(
+        bnf_or > id_or + 0.1,
+        "OR(G) id order {id_or}, after BNF {bnf_or}"
+    );
+
+    let open = |dir| Index::open(dir, &OpenOptions::default()).unwrap();
+    let (d, s) = (open(&d_dir), open(&s_dir));
+    assert_eq!(s.manifest.layout, "blocked");
+    assert!(s.memory().get("map") >= N * 4, "{}", s.memory());
+    let dr = d.search_batch(&queries, DIM, &params(40, false)).unwrap();
+    let sr = s.search_batch(&queries, DIM, &params(40, true)).unwrap();
+    let (d_recall, s_recall) = (recall_of(&dr, &gt, 10), recall_of(&sr, &gt, 10));
+    assert!(s_recall >= 0.9, "starling recall {s_recall}");
+    let (d_reads, s_reads) = (dr.total().reads, sr.total().reads);
+    eprintln!(
+        "diskann recall {d_recall} reads {d_reads}; starling recall {s_recall} reads {s_reads}"
+    );
+    // 30 records per block, most of them neighbours: far fewer reads.
+    assert!(
+        s_reads * 10 < d_reads * 8,
+        "starling {s_reads} reads vs diskann {d_reads}"
+    );
+    // Without block search the shuffled layout is just another id order.
+    let plain = s.search_batch(&queries, DIM, &params(40, false)).unwrap();
+    assert!(recall_of(&plain, &gt, 10) >= 0.9);
+}
+
+#[test]
+fn corrupt_map_is_refused_with_its_name() {
+    let (base, _) = synth(500, 1, DIM, 3);
+    let tmp = tempdir();
+    let dir = tmp.path().join("s");
+    build_f32(&dir, &base, DIM, &starling_params(), 1);
+    let map = dir.join("map.bin");
+    let mut bytes = std::fs::read(&map).unwrap();
+    // Node 1 takes node 0's position: two records in one slot.
+    let p0: [u8; 4] = bytes[20..24].try_into().unwrap();
+    bytes[24..28].copy_from_slice(&p0);
+    std::fs::write(&map, &bytes).unwrap();
+    let err = Index::open(&dir, &OpenOptions::default())
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        err.contains("map.bin") && err.contains("position of node 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn records_larger_than_half_a_page_cannot_be_shuffled() {
+    // 1024-d f32 records (4 KB+) leave no room for a second record.
+    let (base, _) = synth(300, 1, 1024, 5);
+    let tmp = tempdir();
+    let err = stratavec::build_index(
+        stratavec::data::Vectors::f32(&base, 1024).unwrap(),
+        "test data",
+        &tmp.path().join("s"),
+        &starling_params(),
+        1,
+        &stratavec::progress::Silent,
+    )
+    .err()
+    .expect("must fail")
+    .to_string();
+    assert!(
+        err.contains("shuffle") && err.contains("page-size"),
+        "{err}"
+    );
+}
