@@ -103,8 +103,7 @@ fn records_larger_than_half_a_page_cannot_be_shuffled() {
         1,
         &stratavec::progress::Silent,
     )
-    .err()
-    .expect("must fail")
+    .expect_err("must fail")
     .to_string();
     assert!(
         err.contains("shuffle") && err.contains("page-size"),
