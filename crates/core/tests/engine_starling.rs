@@ -110,3 +110,32 @@ fn records_larger_than_half_a_page_cannot_be_shuffled() {
         "{err}"
     );
 }
+
+#[test]
+fn navigation_graph_is_loaded_counted_and_searchable() {
+    let (base, queries) = synth(N, 50, DIM, 21);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let tmp = tempdir();
+    let dir = tmp.path().join("nav");
+    let params = stratavec::BuildParams {
+        nav_sample: 0.05,
+        nav_degree: 16,
+        ..starling_params()
+    };
+    build_f32(&dir, &base, DIM, &params, 2);
+    let index = Index::open(&dir, &OpenOptions::default()).unwrap();
+    // 150 sampled vectors of 16 floats plus their ids and lists.
+    assert!(
+        index.memory().get("nav") >= 150 * (16 * 4 + 4),
+        "{}",
+        index.memory()
+    );
+    let res = index
+        .search_batch(&queries, DIM, &params_for_nav())
+        .unwrap();
+    assert!(recall_of(&res, &gt, 10) >= 0.9);
+}
+
+fn params_for_nav() -> SearchParams {
+    params(40, true)
+}

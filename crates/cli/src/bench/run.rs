@@ -50,6 +50,7 @@ pub fn build_or_reuse(
         .args(["--page-size", &params.page_size.to_string()])
         .args(["--seed", &params.seed.to_string()])
         .args(["--shuffle", &params.shuffle.to_string()])
+        .args(["--nav-sample", &params.nav_sample.to_string()])
         .args(["--threads", &threads.to_string()])
         .status()
         .context("start the build child")?;

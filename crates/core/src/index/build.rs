@@ -53,6 +53,17 @@ pub struct BuildParams {
     /// BNF/BNS OR(G) gain threshold τ.
     #[serde(default = "default_shuffle_gain")]
     pub shuffle_gain: f64,
+    /// In-memory navigation graph over this fraction of the vectors
+    /// (Starling §4.3); 0 = start every query at the medoid.
+    #[serde(default)]
+    pub nav_sample: f32,
+    /// Degree of the navigation graph.
+    #[serde(default = "default_nav_degree")]
+    pub nav_degree: usize,
+}
+
+fn default_nav_degree() -> usize {
+    32
 }
 
 fn no_shuffle() -> Shuffle {
@@ -83,6 +94,8 @@ impl Default for BuildParams {
             shuffle: Shuffle::None,
             shuffle_iterations: 8,
             shuffle_gain: 0.01,
+            nav_sample: 0.0,
+            nav_degree: 32,
         }
     }
 }
@@ -142,6 +155,12 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     }
     if ![4096, 8192, 16384].contains(&p.page_size) {
         return arg("page_size", "4096, 8192 or 16384", &p.page_size);
+    }
+    if !(0.0..=0.5).contains(&p.nav_sample) {
+        return arg("nav_sample", "a fraction in 0..=0.5", &p.nav_sample);
+    }
+    if p.nav_sample > 0.0 && (p.nav_degree == 0 || p.nav_degree > 256) {
+        return arg("nav_degree", "1..=256", &p.nav_degree);
     }
     if p.passes == 0 || p.passes > 4 {
         return arg("passes", "1..=4", &p.passes);
@@ -347,6 +366,28 @@ pub fn build_index(
         layout.name()
     };
     drop(w);
+    if params.nav_sample > 0.0 {
+        let t = Instant::now();
+        progress.stage("navigation graph", 0);
+        let nav = pool.install(|| {
+            crate::entry::NavGraph::build(
+                &f32_data,
+                dim,
+                params.metric,
+                params.nav_sample,
+                params.nav_degree,
+                params.seed,
+            )
+        });
+        let nav_path = staging.dir.join("nav.bin");
+        let mut nw = BufWriter::new(std::fs::File::create(&nav_path).at("create", &nav_path)?);
+        nav.write(&mut nw)
+            .and_then(|_| nw.flush())
+            .at("write", &nav_path)?;
+        extra_files.push("nav.bin");
+        progress.finish();
+        stage("nav", t);
+    }
     let codes_path = staging.dir.join("codes.bin");
     let mut w = BufWriter::new(std::fs::File::create(&codes_path).at("create", &codes_path)?);
     pq_file::write(&mut w, &codebook, &codes)

@@ -4,7 +4,7 @@
 use super::cache_load::load_bfs;
 use super::manifest::Manifest;
 use crate::data::{DType, Metric};
-use crate::entry::{EntryPoints, Medoid};
+use crate::entry::{EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
 use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader};
 use crate::memory::node_cache::bytes_per_node;
@@ -60,7 +60,7 @@ pub struct Index {
     layout: Box<dyn Layout>,
     quantizer: PqQuantizer,
     cache: NodeCache,
-    entry: Medoid,
+    entry: Box<dyn EntryPoints>,
     memory: MemoryReport,
     io: Backend,
     fault: Option<FaultPredicate>,
@@ -252,17 +252,31 @@ impl Index {
             * opts.reserve_in_flight.max(1)
             * opts.reserve_beam_width.max(1)
             * layout.max_span_bytes();
-        let fixed = quantizer.resident_bytes() + buffers + layout.resident_bytes();
+        let entry: Box<dyn EntryPoints> = if manifest.files.contains_key("nav.bin") {
+            let nav_path = check_file_size(&manifest, &dir, "nav.bin")?;
+            Box::new(NavGraph::read(
+                &nav_path,
+                manifest.n,
+                manifest.dim,
+                manifest.metric,
+            )?)
+        } else {
+            Box::new(Medoid(header.medoid))
+        };
+        let fixed =
+            quantizer.resident_bytes() + buffers + layout.resident_bytes() + entry.resident_bytes();
         let cache_nodes = match opts.memory_budget_bytes {
             None => 0,
             Some(budget) if (budget as usize) < fixed => {
                 return Err(Error::argument(
                     "memory budget",
                     format!(
-                        "at least {:.2} MB (PQ codes {:.2} MB + I/O buffers {:.2} MB)",
+                        "at least {:.2} MB (PQ codes {:.2} MB + I/O buffers {:.2} MB + id map {:.2} MB + navigation graph {:.2} MB)",
                         fixed as f64 / 1e6,
                         quantizer.resident_bytes() as f64 / 1e6,
-                        buffers as f64 / 1e6
+                        buffers as f64 / 1e6,
+                        layout.resident_bytes() as f64 / 1e6,
+                        entry.resident_bytes() as f64 / 1e6,
                     ),
                     format!("{:.2} MB ({budget} bytes)", budget as f64 / 1e6),
                 ))
@@ -288,9 +302,12 @@ impl Index {
         if layout.resident_bytes() > 0 {
             memory.add("map", layout.resident_bytes());
         }
+        if entry.resident_bytes() > 0 {
+            memory.add("nav", entry.resident_bytes());
+        }
         Ok(Index {
             dir,
-            entry: Medoid(header.medoid),
+            entry,
             manifest,
             pages_path,
             layout,
@@ -339,7 +356,7 @@ impl Index {
             layout: &*self.layout,
             quantizer: &self.quantizer,
             cache: &self.cache,
-            entry: &self.entry as &dyn EntryPoints,
+            entry: &*self.entry,
             metric: self.manifest.metric,
             dtype: self.manifest.dtype,
             n: self.manifest.n,
