@@ -119,7 +119,6 @@ pub fn run(a: Args) -> Result<()> {
             complexity: a.complexity,
             alpha: a.alpha,
             pq_bytes: a.pq_bytes,
-            nav_sample: if profile == "starling" { 0.01 } else { 0.0 },
             shuffle: if profile == "starling" {
                 stratavec::layout::shuffle::Shuffle::Bnf
             } else {

@@ -64,9 +64,7 @@ pub fn run(a: Args) -> Result<()> {
     let params = BuildParams {
         shuffle,
         shuffle_iterations: a.shuffle_iterations,
-        nav_sample: a
-            .nav_sample
-            .unwrap_or(if a.profile == "starling" { 0.01 } else { 0.0 }),
+        nav_sample: a.nav_sample,
         profile: a.profile,
         metric: a.metric,
         graph_degree: a.graph_degree,
