@@ -193,6 +193,15 @@ fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
     Ok(())
 }
 
+/// Creates `path` and writes it through a buffer; errors name the file.
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let mut w = BufWriter::new(std::fs::File::create(path).at("create", path)?);
+    write(&mut w).and_then(|_| w.flush()).at("write", path)
+}
+
 /// Peak resident set size of this process so far (VmHWM), if readable.
 pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -358,10 +367,9 @@ pub fn build_index(
             .and_then(|_| w.flush())
             .at("write", &pages_path)?;
         let map_path = staging.dir.join("map.bin");
-        let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
-        position_map::write(&mut mw, per_block, &layout.position)
-            .and_then(|_| mw.flush())
-            .at("write", &map_path)?;
+        write_file(&map_path, |w| {
+            position_map::write(w, per_block, &layout.position)
+        })?;
         extra_files.push("map.bin");
         layout.name()
     };
@@ -380,20 +388,13 @@ pub fn build_index(
             )
         });
         let nav_path = staging.dir.join("nav.bin");
-        let mut nw = BufWriter::new(std::fs::File::create(&nav_path).at("create", &nav_path)?);
-        nav.write(&mut nw)
-            .and_then(|_| nw.flush())
-            .at("write", &nav_path)?;
+        write_file(&nav_path, |w| nav.write(w))?;
         extra_files.push("nav.bin");
         progress.finish();
         stage("nav", t);
     }
     let codes_path = staging.dir.join("codes.bin");
-    let mut w = BufWriter::new(std::fs::File::create(&codes_path).at("create", &codes_path)?);
-    pq_file::write(&mut w, &codebook, &codes)
-        .and_then(|_| w.flush())
-        .at("write", &codes_path)?;
-    drop(w);
+    write_file(&codes_path, |w| pq_file::write(w, &codebook, &codes))?;
     progress.finish();
     stage("write", t);
 
