@@ -116,6 +116,7 @@ pub fn run(a: Args) -> Result<()> {
                 .page_search
                 .unwrap_or(index.manifest.profile == "starling"),
             prune_ratio: a.prune_ratio,
+            ..Default::default()
         };
         let res = index
             .search_batch(&queries, qfile.dim(), &params)

@@ -10,8 +10,8 @@ use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHea
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
-use crate::search::query::{reported_distance, PreparedQuery};
-use crate::search::{run_worker, BeamSearch, QueryStats, SearchContext, SearchParams};
+use crate::search::query::{internal_distance, reported_distance, PreparedQuery};
+use crate::search::{run_worker, BeamSearch, QueryStats, RangeRule, SearchContext, SearchParams};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -86,6 +86,9 @@ pub struct BatchResult {
     pub ids: Vec<u32>,
     pub dists: Vec<f32>,
     pub stats: Vec<QueryStats>,
+    /// Range search (`SearchParams::radius`): each query's (id, distance)
+    /// within the radius, nearest first; empty for k-NN batches.
+    pub ranges: Vec<Vec<(u32, f32)>>,
     /// Per query: the error that failed it, if any.
     pub errors: Vec<Option<String>>,
     pub wall_s: f64,
@@ -383,6 +386,14 @@ impl Index {
                 params.complexity,
             ));
         }
+        if let Some(r) = params.radius {
+            if !r.is_finite() {
+                return Err(Error::argument("radius", "a finite distance", r));
+            }
+            if !(params.range_phi > 0.0 && params.range_phi <= 1.0) {
+                return Err(Error::argument("range_phi", "in (0, 1]", params.range_phi));
+            }
+        }
         if params.beam_width == 0 || params.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", params.beam_width));
         }
@@ -497,6 +508,11 @@ impl Index {
             dists: vec![f32::INFINITY; nq * k],
             stats: vec![QueryStats::default(); nq],
             errors: vec![None; nq],
+            ranges: if params.radius.is_some() {
+                vec![Vec::new(); nq]
+            } else {
+                Vec::new()
+            },
             ..Default::default()
         };
         let shared = Mutex::new(&mut out);
@@ -514,7 +530,13 @@ impl Index {
                         let flush = |local: &mut Vec<Finished>| {
                             let mut o = shared.lock().unwrap_or_else(|p| p.into_inner());
                             for (qi, res, st, err) in local.drain(..) {
-                                for (j, (d, id)) in res.into_iter().enumerate() {
+                                if params.radius.is_some() {
+                                    o.ranges[qi] = res
+                                        .iter()
+                                        .map(|&(d, id)| (id, reported_distance(ctx.metric, d)))
+                                        .collect();
+                                }
+                                for (j, (d, id)) in res.into_iter().take(k).enumerate() {
                                     o.ids[qi * k + j] = id;
                                     o.dists[qi * k + j] = reported_distance(ctx.metric, d);
                                 }
@@ -533,8 +555,25 @@ impl Index {
                                 }
                                 let q = &queries[qi * dim..(qi + 1) * dim];
                                 let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
-                                let state =
-                                    BeamSearch::new(ctx, pq, params.complexity, params.beam_width);
+                                let state = match params.radius {
+                                    None => BeamSearch::new(
+                                        ctx,
+                                        pq,
+                                        params.complexity,
+                                        params.beam_width,
+                                    ),
+                                    Some(r) => BeamSearch::new_range(
+                                        ctx,
+                                        pq,
+                                        params.complexity,
+                                        params.beam_width,
+                                        RangeRule {
+                                            radius: internal_distance(ctx.metric, r),
+                                            phi: params.range_phi,
+                                            max_window: params.range_max_complexity,
+                                        },
+                                    ),
+                                };
                                 Some((
                                     qi,
                                     if params.page_search {
@@ -547,6 +586,8 @@ impl Index {
                             |mut done| {
                                 let res = if done.error.is_some() {
                                     vec![]
+                                } else if params.radius.is_some() {
+                                    done.state.range_results()
                                 } else {
                                     done.state.results(k).to_vec()
                                 };

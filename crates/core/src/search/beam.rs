@@ -31,6 +31,21 @@ pub struct BeamSearch {
     exact_seen: VisitedSet,
     /// Block search's pruning ratio σ; `None`: DiskANN's one record per read.
     prune_ratio: Option<f32>,
+    /// Only the first `window` list entries are expanded (= L for k-NN).
+    window: usize,
+    /// Range search: widen the window while the results within the radius
+    /// fill the share φ of it.
+    range: Option<RangeRule>,
+}
+
+/// Range search's stopping rule (Starling, range search): with window size
+/// |C| and |R| results within `radius`, the window doubles while
+/// |R| / |C| >= `phi`, up to `max_window`.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeRule {
+    pub radius: f32,
+    pub phi: f32,
+    pub max_window: usize,
 }
 
 impl BeamSearch {
@@ -55,6 +70,8 @@ impl BeamSearch {
             corrupt: None,
             exact_seen: VisitedSet::with_capacity(complexity * 4),
             prune_ratio: None,
+            window: complexity,
+            range: None,
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
@@ -67,6 +84,48 @@ impl BeamSearch {
             }
         }
         s
+    }
+
+    /// A range search: starts as a k-NN search with list size `complexity`
+    /// and widens as `rule` says; the list keeps every candidate up to
+    /// `rule.max_window`, so widening resumes rather than restarts.
+    pub fn new_range(
+        ctx: &SearchContext,
+        query: PreparedQuery,
+        complexity: usize,
+        beam_width: usize,
+        rule: RangeRule,
+    ) -> Self {
+        let max_window = rule.max_window.max(complexity);
+        let mut s = Self::new(ctx, query, max_window, beam_width);
+        s.window = complexity;
+        s.range = Some(RangeRule { max_window, ..rule });
+        s
+    }
+
+    /// Every node found within the radius (internal distance), nearest first.
+    pub fn range_results(&mut self) -> Vec<(f32, u32)> {
+        let r = self.range.map_or(f32::INFINITY, |r| r.radius);
+        self.results(usize::MAX)
+            .iter()
+            .copied()
+            .filter(|e| e.0 <= r)
+            .collect()
+    }
+
+    /// Range search: widen the window if the rule says so; true if widened.
+    fn widen(&mut self) -> bool {
+        let Some(rule) = self.range else { return false };
+        if self.window >= rule.max_window {
+            return false;
+        }
+        let hits = self.exact.iter().filter(|e| e.0 <= rule.radius).count();
+        if (hits as f32) < rule.phi * self.window as f32 {
+            return false;
+        }
+        self.window = (self.window * 2).min(rule.max_window);
+        self.stats.widenings += 1;
+        true
     }
 
     /// Turns on block search (Starling §4.2) with pruning ratio σ.
@@ -149,12 +208,15 @@ impl QueryState for BeamSearch {
             // which the next hop will see.
             self.beam.clear();
             while self.beam.len() < self.beam_width {
-                match self.list.pop_closest_unexpanded() {
+                match self.list.pop_closest_unexpanded_within(self.window) {
                     Some(c) => self.beam.push(c.id),
                     None => break,
                 }
             }
             if self.beam.is_empty() {
+                if self.widen() {
+                    continue;
+                }
                 self.done = true;
                 return;
             }

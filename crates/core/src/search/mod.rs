@@ -7,7 +7,7 @@ pub mod query;
 pub mod scheduler;
 pub mod stats;
 
-pub use beam::BeamSearch;
+pub use beam::{BeamSearch, RangeRule};
 pub use context::SearchContext;
 pub use scheduler::{run_worker, QueryOutcome};
 pub use stats::QueryStats;
@@ -35,6 +35,25 @@ pub struct SearchParams {
     /// ⌈(ε−1)·σ⌉ other records of a page are explored (Starling §4.2).
     #[serde(default = "default_prune_ratio")]
     pub prune_ratio: f32,
+    /// Range search: return every vector within this distance (in the
+    /// reported unit: squared L2, -dot, or 1 - cos) instead of the top k.
+    #[serde(default)]
+    pub radius: Option<f32>,
+    /// Range search: the candidate window doubles while the share of it
+    /// within the radius is at least φ.
+    #[serde(default = "default_range_phi")]
+    pub range_phi: f32,
+    /// Range search: the largest candidate window.
+    #[serde(default = "default_range_max")]
+    pub range_max_complexity: usize,
+}
+
+fn default_range_phi() -> f32 {
+    0.5
+}
+
+fn default_range_max() -> usize {
+    4096
 }
 
 fn default_prune_ratio() -> f32 {
@@ -51,6 +70,9 @@ impl Default for SearchParams {
             in_flight: 16,
             page_search: false,
             prune_ratio: 0.3,
+            radius: None,
+            range_phi: default_range_phi(),
+            range_max_complexity: default_range_max(),
         }
     }
 }

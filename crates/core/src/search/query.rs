@@ -61,6 +61,14 @@ impl PreparedQuery {
     }
 }
 
+/// Converts a reported distance back to the internal one (for radii).
+pub fn internal_distance(metric: Metric, reported: f32) -> f32 {
+    match metric {
+        Metric::Cosine => reported - 1.0,
+        Metric::L2 | Metric::InnerProduct => reported,
+    }
+}
+
 /// Converts an internal distance (smaller is closer) to the one reported to
 /// users: squared L2; negated inner product for `ip` (so smaller is still
 /// closer, as in DiskANN); `1 - cos` for cosine.

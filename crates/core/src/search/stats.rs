@@ -18,6 +18,9 @@ pub struct QueryStats {
     pub estimated: u64,
     /// Wall time from admission to completion, microseconds.
     pub latency_us: f64,
+    /// Range search: times the candidate window was doubled.
+    #[serde(default)]
+    pub widenings: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -29,5 +32,6 @@ impl std::ops::AddAssign for QueryStats {
         self.exact += o.exact;
         self.estimated += o.estimated;
         self.latency_us += o.latency_us;
+        self.widenings += o.widenings;
     }
 }

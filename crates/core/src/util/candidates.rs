@@ -86,7 +86,16 @@ impl CandidateList {
     /// entry is expanded (the search has converged).
     #[inline]
     pub fn pop_closest_unexpanded(&mut self) -> Option<Candidate> {
-        while self.cursor < self.items.len() {
+        self.pop_closest_unexpanded_within(usize::MAX)
+    }
+
+    /// Like `pop_closest_unexpanded`, looking only at the first `window`
+    /// entries: range search widens the window instead of restarting, so
+    /// candidates beyond it are kept, not evicted (Starling's "kicked" set).
+    #[inline]
+    pub fn pop_closest_unexpanded_within(&mut self, window: usize) -> Option<Candidate> {
+        let end = window.min(self.items.len());
+        while self.cursor < end {
             let c = &mut self.items[self.cursor];
             self.cursor += 1;
             if !c.expanded {
