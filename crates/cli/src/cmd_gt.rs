@@ -14,6 +14,10 @@ pub struct Args {
     metric: Metric,
     #[arg(long)]
     threads: Option<usize>,
+    /// Range ground truth instead: every vector within this distance of each
+    /// query (squared L2 / -dot / 1-cos), in big-ann-benchmarks' range format.
+    #[arg(long)]
+    radius: Option<f32>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -22,6 +26,20 @@ pub fn run(a: Args) -> Result<()> {
     base.check_finite()?;
     queries.check_finite()?;
     let t = std::time::Instant::now();
+    if let Some(radius) = a.radius {
+        let threads = a.threads.unwrap_or_else(crate::default_threads);
+        let gt = stratavec::data::brute_force_range(&base, &queries, a.metric, radius, threads);
+        gt.write(&a.out)?;
+        eprintln!(
+            "range ground truth: {} queries, radius {radius}, {} results ({:.1} per query) in {:.1} s -> {}",
+            gt.nq(),
+            gt.ids.len(),
+            gt.ids.len() as f64 / gt.nq().max(1) as f64,
+            t.elapsed().as_secs_f64(),
+            a.out.display()
+        );
+        return Ok(());
+    }
     let gt = brute_force_knn(
         &base,
         &queries,

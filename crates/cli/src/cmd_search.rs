@@ -39,6 +39,14 @@ pub struct Args {
     /// Block search pruning ratio σ.
     #[arg(long, default_value_t = 0.3)]
     prune_ratio: f32,
+    /// Range search: every vector within this distance; --gt must then be a
+    /// range ground truth (`stratavec gt --radius`). Reports AP, recall and
+    /// precision instead of recall@k.
+    #[arg(long)]
+    radius: Option<f32>,
+    /// Range search: the window doubles while results fill this share of it.
+    #[arg(long, default_value_t = 0.5)]
+    range_phi: f32,
     /// I/O backend: auto, io_uring, pread, buffered, ram.
     #[arg(long, default_value = "auto")]
     io: Backend,
@@ -75,6 +83,9 @@ pub fn run(a: Args) -> Result<()> {
     qfile.check_dim(index.dim(), "index")?;
     let queries = qfile.to_f32_vec();
     let nq = qfile.n();
+    if let Some(radius) = a.radius {
+        return run_range(&a, &index, &queries, qfile.dim(), radius, threads);
+    }
     let gt = match &a.gt {
         Some(p) => {
             let gt = GroundTruth::read(p)?;
@@ -150,6 +161,81 @@ pub fn run(a: Args) -> Result<()> {
         }
         if let Some(e) = res.errors.iter().flatten().next() {
             eprintln!("warning: {} queries failed; first error: {e}", res.failed());
+        }
+    }
+    Ok(())
+}
+
+/// `search --radius`: one row per L (the starting window): AP, recall and
+/// precision against a range ground truth, QPS and reads.
+fn run_range(
+    a: &Args,
+    index: &Index,
+    queries: &[f32],
+    dim: usize,
+    radius: f32,
+    threads: usize,
+) -> Result<()> {
+    let gt = match &a.gt {
+        Some(p) => Some(stratavec::data::RangeGroundTruth::read(p)?),
+        None => None,
+    };
+    if !a.json {
+        println!(
+            "{:>5} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>9}",
+            "L", "AP", "recall", "precision", "results", "QPS", "reads", "widen"
+        );
+    }
+    for &l in &a.l {
+        let params = SearchParams {
+            k: 1,
+            complexity: l,
+            beam_width: a.beam_width,
+            threads,
+            in_flight: a.in_flight,
+            radius: Some(radius),
+            range_phi: a.range_phi,
+            page_search: a
+                .page_search
+                .unwrap_or(index.manifest.profile == "starling"),
+            prune_ratio: a.prune_ratio,
+            ..Default::default()
+        };
+        let res = index
+            .search_batch(queries, dim, &params)
+            .with_context(|| format!("range search at L={l}"))?;
+        let lists: Vec<Vec<u32>> = res
+            .ranges
+            .iter()
+            .map(|r| r.iter().map(|e| e.0).collect())
+            .collect();
+        let scores = gt
+            .as_ref()
+            .map(|g| stratavec::data::range_scores(&lists, g));
+        let t = res.total();
+        let nq = res.stats.len() as f64;
+        let results = lists.iter().map(|l| l.len()).sum::<usize>() as f64 / nq;
+        if a.json {
+            println!(
+                "{}",
+                serde_json::json!({"L": l, "radius": radius, "ap": scores.map(|s| s.0), "recall": scores.map(|s| s.1),
+                    "precision": scores.map(|s| s.2), "results_per_query": results, "qps": nq / res.wall_s,
+                    "reads_per_query": t.reads as f64 / nq, "widenings_per_query": t.widenings as f64 / nq,
+                    "failed": res.failed()})
+            );
+        } else {
+            let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.4}"));
+            println!(
+                "{:>5} {:>8} {:>8} {:>9} {:>9.1} {:>9.0} {:>8.1} {:>9.2}",
+                l,
+                f(scores.map(|s| s.0)),
+                f(scores.map(|s| s.1)),
+                f(scores.map(|s| s.2)),
+                results,
+                nq / res.wall_s,
+                t.reads as f64 / nq,
+                t.widenings as f64 / nq
+            );
         }
     }
     Ok(())
