@@ -494,6 +494,8 @@ impl Index {
             beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
             in_flight: count("in_flight", in_flight, 1)?,
+            // The starling profile's indexes are searched block by block.
+            page_search: this.inner.manifest.profile == "starling",
             ..Default::default()
         };
         let (q, nq) = this.queries(py, queries)?;
@@ -531,6 +533,63 @@ impl Index {
         } else {
             PyTuple::new(py, [dists.into_any(), ids.into_any()])
         }
+    }
+
+    /// Range search; see `stratavec.Index.range_search`. Returns
+    /// `(lims, D, I)` as faiss does: query i's results are
+    /// `I[lims[i]:lims[i+1]]`, nearest first.
+    #[pyo3(signature = (queries, radius, *, complexity = 32, beam_width = 4, threads = None, in_flight = 16, phi = 0.5, max_complexity = 4096))]
+    #[allow(clippy::too_many_arguments)]
+    fn range_search<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        radius: f32,
+        complexity: i64,
+        beam_width: i64,
+        threads: Option<i64>,
+        in_flight: i64,
+        phi: f32,
+        max_complexity: i64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let this = slf.get();
+        let params = SearchParams {
+            k: 1,
+            complexity: count("complexity", complexity, 1)?,
+            beam_width: count("beam_width", beam_width, 1)?,
+            threads: threads_arg(threads)?,
+            in_flight: count("in_flight", in_flight, 1)?,
+            page_search: this.inner.manifest.profile == "starling",
+            radius: Some(radius),
+            range_phi: phi,
+            range_max_complexity: count("max_complexity", max_complexity, 1)?,
+            ..Default::default()
+        };
+        let (q, nq) = this.queries(py, queries)?;
+        let res = py
+            .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
+            .map_err(to_py)?;
+        if let Some(first) = res.errors.iter().flatten().next() {
+            return Err(PyOSError::new_err(format!(
+                "{} of {nq} queries failed; first error: {first}",
+                res.failed()
+            )));
+        }
+        let mut lims = vec![0i64];
+        let (mut ids, mut dists) = (Vec::new(), Vec::new());
+        for r in &res.ranges {
+            ids.extend(r.iter().map(|e| e.0 as i64));
+            dists.extend(r.iter().map(|e| e.1));
+            lims.push(ids.len() as i64);
+        }
+        PyTuple::new(
+            py,
+            [
+                lims.into_pyarray(py).into_any(),
+                dists.into_pyarray(py).into_any(),
+                ids.into_pyarray(py).into_any(),
+            ],
+        )
     }
 
     fn __repr__(&self) -> String {

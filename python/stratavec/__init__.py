@@ -245,6 +245,45 @@ class Index:
         ``buffers``) plus ``total``."""
         return self._index.memory()
 
+    def range_search(
+        self,
+        queries: np.ndarray,
+        radius: float,
+        *,
+        complexity: int = 32,
+        beam_width: int = 4,
+        threads: Optional[int] = None,
+        in_flight: int = 16,
+        phi: float = 0.5,
+        max_complexity: int = 4096,
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every indexed vector within ``radius`` of each query, like faiss.
+
+        The distance is the index's reported distance (squared L2, negated
+        inner product, or 1 - cosine). The search starts with a candidate
+        list of ``complexity`` and doubles it while at least the share
+        ``phi`` of it lies within the radius, up to ``max_complexity``
+        (Starling's range search; candidates are resumed, never re-searched).
+
+        Returns
+        -------
+        lims : numpy.ndarray of int64, shape (nq + 1,)
+        D : numpy.ndarray of float32
+        I : numpy.ndarray of int64
+            Query ``i``'s results are ``I[lims[i]:lims[i + 1]]`` with
+            distances ``D[lims[i]:lims[i + 1]]``, nearest first.
+        """
+        return self._index.range_search(
+            queries,
+            float(radius),
+            complexity=complexity,
+            beam_width=beam_width,
+            threads=threads,
+            in_flight=in_flight,
+            phi=phi,
+            max_complexity=max_complexity,
+        )
+
     def search(
         self,
         queries: np.ndarray,

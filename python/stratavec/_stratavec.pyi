@@ -48,6 +48,18 @@ class Index:
     @property
     def io_backend(self) -> str: ...
     def memory(self) -> Dict[str, int]: ...
+    def range_search(
+        self,
+        queries: Any,
+        radius: float,
+        *,
+        complexity: int = ...,
+        beam_width: int = ...,
+        threads: Optional[int] = ...,
+        in_flight: int = ...,
+        phi: float = ...,
+        max_complexity: int = ...,
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def search(
         self,
         queries: np.ndarray,

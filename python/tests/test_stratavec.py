@@ -452,3 +452,25 @@ def test_gil_released_during_search(index, data):
         t.join()
     assert st["wall_s"] > 0.02, "search too short to tell"
     assert max_gap[0] < st["wall_s"] / 2, (max_gap[0], st["wall_s"])
+
+
+def test_range_search_matches_brute_force(tmp_path):
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((1500, 16)).astype(np.float32)
+    queries = rng.standard_normal((20, 16)).astype(np.float32)
+    stratavec.build_index(base, tmp_path / "r", graph_degree=24, complexity=48, pq_bytes=8, threads=2)
+    index = stratavec.Index.open(tmp_path / "r")
+    d2 = ((queries[:, None, :] - base[None, :, :]) ** 2).sum(-1)
+    radius = float(np.median(np.sort(d2, axis=1)[:, 30]))
+    lims, D, I = index.range_search(queries, radius, phi=0.2)
+    assert lims.shape == (21,) and lims[0] == 0 and lims[-1] == len(I) == len(D)
+    assert I.dtype == np.int64 and D.dtype == np.float32
+    found = truth = 0
+    for q in range(20):
+        want = set(np.nonzero(d2[q] <= radius)[0].tolist())
+        got = I[lims[q]:lims[q + 1]].tolist()
+        assert all(g in want for g in got)
+        assert np.all(np.diff(D[lims[q]:lims[q + 1]]) >= 0)
+        found += len(set(got) & want)
+        truth += len(want)
+    assert found / truth >= 0.9
