@@ -117,18 +117,7 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     for &l in &a.l {
-        let params = SearchParams {
-            k: a.k,
-            complexity: l.max(a.k),
-            beam_width: a.beam_width,
-            threads,
-            in_flight: a.in_flight,
-            page_search: a
-                .page_search
-                .unwrap_or(index.manifest.profile == "starling"),
-            prune_ratio: a.prune_ratio,
-            ..Default::default()
-        };
+        let params = a.params(&index, l.max(a.k), threads);
         let res = index
             .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
@@ -166,6 +155,25 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
+impl Args {
+    /// The search parameters every row shares; block search is on by default
+    /// for indexes of the starling profile.
+    fn params(&self, index: &Index, complexity: usize, threads: usize) -> SearchParams {
+        SearchParams {
+            k: self.k,
+            complexity,
+            beam_width: self.beam_width,
+            threads,
+            in_flight: self.in_flight,
+            page_search: self
+                .page_search
+                .unwrap_or(index.manifest.profile == "starling"),
+            prune_ratio: self.prune_ratio,
+            ..Default::default()
+        }
+    }
+}
+
 /// `search --radius`: one row per L (the starting window): AP, recall and
 /// precision against a range ground truth, QPS and reads.
 fn run_range(
@@ -189,17 +197,9 @@ fn run_range(
     for &l in &a.l {
         let params = SearchParams {
             k: 1,
-            complexity: l,
-            beam_width: a.beam_width,
-            threads,
-            in_flight: a.in_flight,
             radius: Some(radius),
             range_phi: a.range_phi,
-            page_search: a
-                .page_search
-                .unwrap_or(index.manifest.profile == "starling"),
-            prune_ratio: a.prune_ratio,
-            ..Default::default()
+            ..a.params(index, l, threads)
         };
         let res = index
             .search_batch(queries, dim, &params)
