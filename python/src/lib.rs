@@ -494,9 +494,8 @@ impl Index {
             beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
             in_flight: count("in_flight", in_flight, 1)?,
-            // The starling profile's indexes are searched block by block.
-            page_search: this.inner.manifest.profile == "starling",
-            ..Default::default()
+            // The profile's defaults (block search and pipeline for starling).
+            ..SearchParams::for_profile(&this.inner.manifest.profile)
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py
@@ -559,11 +558,10 @@ impl Index {
             beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
             in_flight: count("in_flight", in_flight, 1)?,
-            page_search: this.inner.manifest.profile == "starling",
             radius: Some(radius),
             range_phi: phi,
             range_max_complexity: count("max_complexity", max_complexity, 1)?,
-            ..Default::default()
+            ..SearchParams::for_profile(&this.inner.manifest.profile)
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py

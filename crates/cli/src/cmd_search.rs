@@ -39,6 +39,11 @@ pub struct Args {
     /// Block search pruning ratio σ.
     #[arg(long, default_value_t = 0.3)]
     prune_ratio: f32,
+    /// I/O–computation pipeline: issue the next reads before the work that
+    /// does not route the search (Starling §4.2). Default: on for indexes of
+    /// the starling profile.
+    #[arg(long)]
+    pipeline: Option<bool>,
     /// Range search: every vector within this distance; --gt must then be a
     /// range ground truth (`stratavec gt --radius`). Reports AP, recall and
     /// precision instead of recall@k.
@@ -159,17 +164,17 @@ impl Args {
     /// The search parameters every row shares; block search is on by default
     /// for indexes of the starling profile.
     fn params(&self, index: &Index, complexity: usize, threads: usize) -> SearchParams {
+        let base = SearchParams::for_profile(&index.manifest.profile);
         SearchParams {
             k: self.k,
             complexity,
             beam_width: self.beam_width,
             threads,
             in_flight: self.in_flight,
-            page_search: self
-                .page_search
-                .unwrap_or(index.manifest.profile == "starling"),
+            page_search: self.page_search.unwrap_or(base.page_search),
+            pipeline: self.pipeline.unwrap_or(base.pipeline),
             prune_ratio: self.prune_ratio,
-            ..Default::default()
+            ..base
         }
     }
 }

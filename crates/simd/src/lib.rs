@@ -73,6 +73,55 @@ pub fn pq_adc_batch(table: &[f32], codes: &[u8], m: usize, out: &mut [f32]) {
     (dispatch::active().pq_adc_batch)(table, codes, m, out)
 }
 
+/// PQ distances of the rows `ids` of a code array (`m` bytes per row):
+/// `out[i] = pq_adc(table, &codes[ids[i]*m..][..m])`. A search estimates the
+/// ~R neighbours of a node at once, and their rows are scattered over
+/// megabytes of codes: every row is prefetched before the first is used, so
+/// the cache misses overlap instead of costing ~R memory latencies in a row
+/// (the profile of a 96-d search spent 44% of its CPU waiting in `pq_adc`).
+/// Panics unless `out.len() == ids.len()`, every row is inside `codes` and
+/// `table.len() == 256 * m`.
+pub fn pq_adc_rows(table: &[f32], codes: &[u8], m: usize, ids: &[u32], out: &mut [f32]) {
+    assert_eq!(ids.len(), out.len(), "pq_adc_rows: one output per id");
+    let rows = codes.len().checked_div(m).unwrap_or(usize::MAX);
+    for &id in ids {
+        assert!(
+            (id as usize) < rows,
+            "pq_adc_rows: row {id} outside the codes ({rows} rows)"
+        );
+        prefetch(codes, id as usize * m, m);
+    }
+    let adc = dispatch::active().pq_adc;
+    for (o, &id) in out.iter_mut().zip(ids) {
+        let s = id as usize * m;
+        *o = adc(table, &codes[s..s + m]);
+    }
+}
+
+/// Hints the CPU to bring `bytes[start..start+len]` into cache (a no-op
+/// where there is no prefetch instruction).
+#[inline]
+fn prefetch(bytes: &[u8], start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let mut off = start;
+        while off < start + len {
+            // SAFETY: prefetch never faults and reads nothing; the address
+            // is inside `bytes` (the caller checked the row bounds).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().add(off).cast()) };
+            off += 64;
+        }
+        // The last byte's line, when the row straddles one more line.
+        if len > 0 {
+            // SAFETY: as above; start + len - 1 is inside `bytes`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().add(start + len - 1).cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, start, len);
+}
+
 /// Squared L2 distances from `point` (length d) to k centroids stored
 /// transposed in `ct` (`ct[j * k + c]`), into `out` (length k). Panics unless
 /// `ct.len() == d * out.len()`.

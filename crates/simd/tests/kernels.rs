@@ -113,6 +113,19 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn pq_rows_match_reference((m, table, codes, n) in pq_case(), stride in 1usize..17) {
+        // Rows out of order and repeated, as a neighbour list names them.
+        let ids: Vec<u32> = (0..2 * n).map(|i| ((i * stride + 3) % n.max(1)) as u32).collect();
+        let ids = if n == 0 { Vec::new() } else { ids };
+        let mut out = vec![f32::NAN; ids.len()];
+        stratavec_simd::pq_adc_rows(&table, &codes, m, &ids, &mut out);
+        for (&id, &got) in ids.iter().zip(&out) {
+            let (want, abs) = adc_ref(&table, &codes[id as usize * m..(id as usize + 1) * m]);
+            prop_assert!(close(got, want, abs), "row {id}: {got} vs {want}");
+        }
+    }
 }
 
 #[test]
@@ -316,4 +329,11 @@ proptest::proptest! {
             proptest::prop_assert_eq!(got, first_min, "{:?}", kern.level);
         }
     }
+}
+
+#[test]
+#[should_panic(expected = "outside the codes")]
+fn pq_rows_out_of_range_panics() {
+    let mut out = [0.0f32];
+    stratavec_simd::pq_adc_rows(&[0.0; 512], &[0, 0, 0, 0], 2, &[2], &mut out);
 }

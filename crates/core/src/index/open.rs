@@ -574,6 +574,7 @@ impl Index {
                                         },
                                     ),
                                 };
+                                let state = state.with_pipeline(params.pipeline);
                                 Some((
                                     qi,
                                     if params.page_search {

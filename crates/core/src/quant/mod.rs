@@ -23,4 +23,11 @@ pub trait Quantizer: Send + Sync {
     fn prepare(&self, query: &[f32], table: &mut Vec<f32>);
     /// Estimated distance of vector `id` to the prepared query.
     fn estimate(&self, table: &[f32], id: u32) -> f32;
+    /// Estimated distances of many ids at once (`out[i]` for `ids[i]`); a
+    /// quantizer may overlap the memory accesses of scattered codes.
+    fn estimate_many(&self, table: &[f32], ids: &[u32], out: &mut [f32]) {
+        for (o, &id) in out.iter_mut().zip(ids) {
+            *o = self.estimate(table, id);
+        }
+    }
 }

@@ -242,6 +242,10 @@ impl Quantizer for PqQuantizer {
         let s = id as usize * m;
         stratavec_simd::pq_adc(table, &self.codes[s..s + m])
     }
+
+    fn estimate_many(&self, table: &[f32], ids: &[u32], out: &mut [f32]) {
+        stratavec_simd::pq_adc_rows(table, &self.codes, self.codebook.m, ids, out);
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,14 @@
 //! of W reads, and waits for the whole batch before the next hop. Every read
 //! node's full vector gives an exact distance; the final top-k is ranked by
 //! those exact distances.
+//!
+//! A hop's reads are processed when the last of them arrives, in beam order,
+//! so the result does not depend on completion order (the query waits for
+//! the whole beam anyway). Two beam candidates stored in the same page share
+//! one read. With the pipeline on (Starling §4.2, Algorithm 2), only what
+//! routes the search is done before the next reads go out: the targets'
+//! neighbour lists; exact distances and the other records of each page
+//! ([`QueryState::deferred`]) are processed while those reads are in flight.
 
 use super::context::SearchContext;
 use super::query::PreparedQuery;
@@ -24,6 +32,14 @@ pub struct BeamSearch {
     done: bool,
     stats: QueryStats,
     beam: Vec<u32>,
+    /// The hop whose reads are in flight, and the one whose deferred part
+    /// (pipeline) is still to do.
+    hop: Hop,
+    deferred: Hop,
+    has_deferred: bool,
+    pipeline: bool,
+    /// Scratch: the targets of one page.
+    targets: Vec<u32>,
     /// Set when a record names a neighbour that cannot exist.
     corrupt: Option<String>,
     /// Nodes whose exact distance is in `exact` (block search meets nodes
@@ -36,6 +52,9 @@ pub struct BeamSearch {
     /// Range search: widen the window while the results within the radius
     /// fill the share φ of it.
     range: Option<RangeRule>,
+    /// Scratch: a node's not yet visited neighbours and their estimates.
+    fresh: Vec<u32>,
+    fresh_est: Vec<f32>,
 }
 
 /// Range search's stopping rule (Starling, range search): with window size
@@ -60,18 +79,25 @@ impl BeamSearch {
             table: Vec::new(),
             list: CandidateList::new(complexity),
             // Sized for the ~R new ids each of ~L hops adds, so it rarely grows.
-            visited: VisitedSet::with_capacity(complexity * 48),
+            visited: VisitedSet::with_capacity((complexity * 48).max(2048)),
             exact: Vec::with_capacity(complexity * 2),
             beam_width: beam_width.max(1),
             pending: 0,
             done: false,
             stats: QueryStats::default(),
             beam: Vec::with_capacity(beam_width),
+            hop: Hop::default(),
+            deferred: Hop::default(),
+            has_deferred: false,
+            pipeline: false,
+            targets: Vec::new(),
             corrupt: None,
             exact_seen: VisitedSet::with_capacity(complexity * 4),
             prune_ratio: None,
             window: complexity,
             range: None,
+            fresh: Vec::new(),
+            fresh_est: Vec::new(),
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
@@ -134,6 +160,12 @@ impl BeamSearch {
         self
     }
 
+    /// Turns on the I/O–computation pipeline (Starling §4.2, Algorithm 2).
+    pub fn with_pipeline(mut self, on: bool) -> Self {
+        self.pipeline = on;
+        self
+    }
+
     /// Records the exact distance of a node's stored vector (once per node).
     pub(super) fn add_exact(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) -> f32 {
         let node = ctx.layout.parse(record);
@@ -156,7 +188,7 @@ impl BeamSearch {
     pub(super) fn add_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         let node = ctx.layout.parse(record);
         self.stats.hops += 1;
-        let mut added = 0;
+        self.fresh.clear();
         for nb in node.neighbors() {
             if nb as usize >= ctx.n {
                 // A corrupt page must fail this query, not index out of bounds.
@@ -171,12 +203,18 @@ impl BeamSearch {
                 continue;
             }
             if self.visited.insert(nb) {
-                let est = ctx.quantizer.estimate(&self.table, nb);
-                self.list.insert(nb, est);
-                added += 1;
+                self.fresh.push(nb);
             }
         }
-        self.stats.estimated += added as u64;
+        // All new neighbours at once, so their scattered codes are fetched
+        // from memory together.
+        self.fresh_est.resize(self.fresh.len(), 0.0);
+        ctx.quantizer
+            .estimate_many(&self.table, &self.fresh, &mut self.fresh_est);
+        for (&nb, &est) in self.fresh.iter().zip(&self.fresh_est) {
+            self.list.insert(nb, est);
+        }
+        self.stats.estimated += self.fresh.len() as u64;
     }
 
     /// Whether `id` may still enter the candidate list (and so be read).
@@ -191,9 +229,103 @@ impl BeamSearch {
 
     /// The k nearest expanded nodes by exact distance (ties by id).
     pub fn results(&mut self, k: usize) -> &[(f32, u32)] {
+        debug_assert!(!self.has_deferred || self.corrupt.is_some());
         self.exact
             .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         &self.exact[..k.min(self.exact.len())]
+    }
+}
+
+impl BeamSearch {
+    /// All of a hop's pages have arrived: the part that routes the search
+    /// now, the rest now or (pipeline) after the next reads are issued.
+    fn finish_hop(&mut self, ctx: &SearchContext) {
+        // The hop before must be complete before this one is taken apart.
+        self.run_deferred(ctx);
+        std::mem::swap(&mut self.hop, &mut self.deferred);
+        let mut hop = std::mem::take(&mut self.deferred);
+        let mut targets = std::mem::take(&mut self.targets);
+        for page in 0..hop.reads.len() {
+            hop.targets_of(page, &mut targets);
+            let span = &hop.bufs[page];
+            match self.prune_ratio {
+                Some(_) => {
+                    super::block::claim_and_route(self, ctx, span, &targets, &mut hop.claimed[page])
+                }
+                None => {
+                    for &t in &targets {
+                        self.add_neighbors(ctx, t, ctx.layout.record_slice(t, span));
+                    }
+                }
+            }
+        }
+        self.targets = targets;
+        self.deferred = hop;
+        self.has_deferred = true;
+        if !self.pipeline {
+            self.run_deferred(ctx);
+        }
+    }
+
+    /// The part of the last hop that does not route the search: exact
+    /// distances, and block search over each page's other records.
+    fn run_deferred(&mut self, ctx: &SearchContext) {
+        if !std::mem::take(&mut self.has_deferred) {
+            return;
+        }
+        let mut hop = std::mem::take(&mut self.deferred);
+        let mut targets = std::mem::take(&mut self.targets);
+        for page in 0..hop.reads.len() {
+            hop.targets_of(page, &mut targets);
+            let span = &hop.bufs[page];
+            for &t in &targets {
+                self.add_exact(ctx, t, ctx.layout.record_slice(t, span));
+            }
+            if let Some(sigma) = self.prune_ratio {
+                super::block::explore_others(self, ctx, span, &hop.claimed[page], sigma);
+            }
+        }
+        hop.clear();
+        self.targets = targets;
+        self.deferred = hop;
+    }
+}
+
+/// The pages one hop reads: `reads[i]` was read for its own record and for
+/// the beam candidates `riders` assign to page i (stored in the same page).
+/// Buffers are kept from hop to hop.
+#[derive(Default)]
+struct Hop {
+    reads: Vec<u32>,
+    riders: Vec<(usize, u32)>,
+    bufs: Vec<Vec<u8>>,
+    /// Per page: other records claimed for block search (id, was listed).
+    claimed: Vec<Vec<(u32, bool)>>,
+}
+
+impl Hop {
+    fn clear(&mut self) {
+        self.reads.clear();
+        self.riders.clear();
+    }
+
+    /// Starts page i = `reads.len()` for a read of node `id`.
+    fn add_read(&mut self, id: u32) {
+        let i = self.reads.len();
+        self.reads.push(id);
+        if self.bufs.len() <= i {
+            self.bufs.push(Vec::new());
+            self.claimed.push(Vec::new());
+        }
+        self.bufs[i].clear();
+        self.claimed[i].clear();
+    }
+
+    /// Every node page i was read for, into `out`.
+    fn targets_of(&self, i: usize, out: &mut Vec<u32>) {
+        out.clear();
+        out.push(self.reads[i]);
+        out.extend(self.riders.iter().filter(|r| r.0 == i).map(|r| r.1));
     }
 }
 
@@ -214,6 +346,11 @@ impl QueryState for BeamSearch {
                 }
             }
             if self.beam.is_empty() {
+                // The deferred part of the last hop may add candidates.
+                if self.has_deferred {
+                    self.run_deferred(ctx);
+                    continue;
+                }
                 if self.widen() {
                     continue;
                 }
@@ -221,32 +358,53 @@ impl QueryState for BeamSearch {
                 return;
             }
             let beam = std::mem::take(&mut self.beam);
+            let first = reads.len();
             for &id in &beam {
                 match ctx.cache.get(id) {
                     Some(record) => {
                         self.expand(ctx, id, record);
                         self.stats.cache_hits += 1;
                     }
-                    None => reads.push(id),
+                    None => {
+                        let span = ctx.layout.span_of(id);
+                        let shared = reads[first..]
+                            .iter()
+                            .position(|&r| ctx.layout.span_of(r) == span);
+                        match shared {
+                            Some(page) => {
+                                self.hop.riders.push((page, id));
+                                self.stats.shared_reads += 1;
+                            }
+                            None => {
+                                self.hop.add_read(id);
+                                reads.push(id);
+                            }
+                        }
+                    }
                 }
             }
-            self.pending = reads.len();
+            self.pending = reads.len() - first;
             self.beam = beam;
-            if self.done {
-                return;
-            }
-            if self.pending > 0 {
+            if self.done || self.pending > 0 {
                 return;
             }
         }
     }
 
     fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]) {
-        match self.prune_ratio {
-            None => self.expand(ctx, id, ctx.layout.record_slice(id, span)),
-            Some(sigma) => super::block::process_block(self, ctx, id, span, sigma),
+        if let Some(i) = self.hop.reads.iter().position(|&r| r == id) {
+            self.hop.bufs[i].extend_from_slice(span);
         }
         self.pending -= 1;
+        if self.pending == 0 {
+            self.finish_hop(ctx);
+        }
+    }
+
+    fn deferred(&mut self, ctx: &SearchContext) -> bool {
+        let had = self.has_deferred;
+        self.run_deferred(ctx);
+        had
     }
 
     fn is_done(&self) -> bool {

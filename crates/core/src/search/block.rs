@@ -14,37 +14,69 @@
 use super::beam::BeamSearch;
 use super::context::SearchContext;
 
-pub fn process_block(
+/// The part of block search that routes the search (done before the next
+/// reads go out): the page's other records are claimed, so no later hop
+/// reads this page again for them, and the targets' neighbours enter the
+/// candidate list. Claiming comes first, so whether a record counts as
+/// "listed" does not depend on the order of records in the page.
+pub fn claim_and_route(
     s: &mut BeamSearch,
     ctx: &SearchContext,
-    target: u32,
     span: &[u8],
-    sigma: f32,
+    targets: &[u32],
+    claimed: &mut Vec<(u32, bool)>,
 ) {
     let mut records = Vec::new();
-    ctx.layout.block_records(target, span, &mut records);
-    let per_page = records.len();
-    // (exact distance, id, record, was waiting in the candidate list)
-    let mut others: Vec<(f32, u32, &[u8], bool)> = Vec::with_capacity(per_page);
-    for &(id, rec) in &records {
-        if id == target {
-            s.add_exact(ctx, id, rec);
-            s.add_neighbors(ctx, id, rec);
-        } else if s.mark_visited(id) {
-            let d = s.add_exact(ctx, id, rec);
-            others.push((d, id, rec, false));
+    ctx.layout.block_records(targets[0], span, &mut records);
+    claimed.clear();
+    for &(id, _) in &records {
+        if targets.contains(&id) {
+            continue;
+        }
+        if s.mark_visited(id) {
+            claimed.push((id, false));
         } else if s.take_from_list(id) {
-            let d = s.add_exact(ctx, id, rec);
-            others.push((d, id, rec, true));
+            claimed.push((id, true));
         }
     }
+    for &t in targets {
+        s.add_neighbors(ctx, t, ctx.layout.record_slice(t, span));
+    }
+}
+
+/// The rest (deferred by the pipeline): exact distances of the claimed
+/// records, then the neighbours of the closest ⌈(ε−1)·σ⌉ of them and of every
+/// one that was waiting in the candidate list.
+pub fn explore_others(
+    s: &mut BeamSearch,
+    ctx: &SearchContext,
+    span: &[u8],
+    claimed: &[(u32, bool)],
+    sigma: f32,
+) {
+    let Some(&(first, _)) = claimed.first() else {
+        return;
+    };
+    let mut records = Vec::new();
+    ctx.layout.block_records(first, span, &mut records);
+    let per_page = records.len();
+    let mut others: Vec<(f32, u32, bool)> = claimed
+        .iter()
+        .map(|&(id, listed)| {
+            (
+                s.add_exact(ctx, id, ctx.layout.record_slice(id, span)),
+                id,
+                listed,
+            )
+        })
+        .collect();
     others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let keep = (per_page.saturating_sub(1) as f32 * sigma).ceil() as usize;
-    for (i, &(_, id, rec, listed)) in others.iter().enumerate() {
-        // A listed record was marked expanded above, so it must be expanded
-        // here or its neighbours would never be seen.
+    for (i, &(_, id, listed)) in others.iter().enumerate() {
+        // A listed record was marked expanded when claimed, so it must be
+        // expanded here or its neighbours would never be seen.
         if i < keep || listed {
-            s.add_neighbors(ctx, id, rec);
+            s.add_neighbors(ctx, id, ctx.layout.record_slice(id, span));
         }
     }
 }

@@ -35,6 +35,11 @@ pub struct SearchParams {
     /// ⌈(ε−1)·σ⌉ other records of a page are explored (Starling §4.2).
     #[serde(default = "default_prune_ratio")]
     pub prune_ratio: f32,
+    /// The I/O–computation pipeline (Starling §4.2, Algorithm 2): issue a
+    /// query's next reads before computing what does not route the search
+    /// (exact distances; block search's other records).
+    #[serde(default)]
+    pub pipeline: bool,
     /// Range search: return every vector within this distance (in the
     /// reported unit: squared L2, -dot, or 1 - cos) instead of the top k.
     #[serde(default)]
@@ -70,9 +75,23 @@ impl Default for SearchParams {
             in_flight: 16,
             page_search: false,
             prune_ratio: 0.3,
+            pipeline: false,
             radius: None,
             range_phi: default_range_phi(),
             range_max_complexity: default_range_max(),
+        }
+    }
+}
+
+impl SearchParams {
+    /// The defaults of an index's profile: the starling profile searches
+    /// block by block with the pipeline on (Starling §4.2).
+    pub fn for_profile(profile: &str) -> Self {
+        let starling = profile == "starling";
+        SearchParams {
+            page_search: starling,
+            pipeline: starling,
+            ..Default::default()
         }
     }
 }
@@ -87,6 +106,12 @@ pub trait QueryState {
     fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]);
     /// True when no more reads will be asked for and the result is final.
     fn is_done(&self) -> bool;
+    /// Work that need not precede the next reads (the pipeline of Starling
+    /// §4.2): the scheduler calls this after submitting them. Returns true
+    /// if there was any; `step` does whatever is left before it finishes.
+    fn deferred(&mut self, _ctx: &SearchContext) -> bool {
+        false
+    }
     fn stats(&mut self) -> &mut QueryStats;
     /// Why the query could not finish properly (e.g. a corrupt record), if so.
     fn failure(&self) -> Option<String> {

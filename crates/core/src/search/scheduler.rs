@@ -131,6 +131,13 @@ where
         if reader.in_flight() > 0 {
             reader.submit()?;
             stats.submits += 1;
+            // The pipeline (Starling §4.2): what the queries deferred runs
+            // while the reads just submitted are in flight.
+            for q in active.iter_mut().flatten() {
+                if q.error.is_none() {
+                    q.state.deferred(ctx);
+                }
+            }
         } else if retired || !queue.is_empty() {
             continue;
         } else if exhausted && active.iter().all(Option::is_none) {

@@ -21,6 +21,10 @@ pub struct QueryStats {
     /// Range search: times the candidate window was doubled.
     #[serde(default)]
     pub widenings: u64,
+    /// Beam candidates stored in a page another candidate of the same hop
+    /// was read for: served by that read.
+    #[serde(default)]
+    pub shared_reads: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -33,5 +37,6 @@ impl std::ops::AddAssign for QueryStats {
         self.estimated += o.estimated;
         self.latency_us += o.latency_us;
         self.widenings += o.widenings;
+        self.shared_reads += o.shared_reads;
     }
 }

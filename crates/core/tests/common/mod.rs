@@ -190,3 +190,41 @@ pub fn read_all(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v.sort();
     v
 }
+
+/// Returned ids are distinct and valid, distances ascending, and each
+/// distance equals the metric's exact distance (as brute force computes it)
+/// between the query and that base row.
+#[allow(dead_code)]
+pub fn check_results(res: &BatchResult, base: &[f32], queries: &[f32], dim: usize, metric: Metric) {
+    assert_eq!(
+        res.failed(),
+        0,
+        "errors: {:?}",
+        res.errors.iter().flatten().next()
+    );
+    for (q, (ids, dists)) in res
+        .ids
+        .chunks(res.k)
+        .zip(res.dists.chunks(res.k))
+        .enumerate()
+    {
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "query {q}: repeated ids {ids:?}");
+        assert!(
+            dists.windows(2).all(|w| w[0] <= w[1]),
+            "query {q}: {dists:?}"
+        );
+        let qv = &queries[q * dim..(q + 1) * dim];
+        for (&id, &d) in ids.iter().zip(dists) {
+            assert!((id as usize) < base.len() / dim, "query {q}: id {id}");
+            let want = metric.distance_f32(qv, &base[id as usize * dim..(id as usize + 1) * dim]);
+            let tol = 1e-3 * want.abs().max(1.0);
+            assert!(
+                (d - want).abs() <= tol,
+                "query {q}, id {id}: reported distance {d}, exact {metric} distance {want}"
+            );
+        }
+    }
+}
