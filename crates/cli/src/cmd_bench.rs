@@ -1,4 +1,4 @@
-use crate::bench::{device, peers, run, summary};
+use crate::bench::{device, peers, range, run, summary, variants};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::io::Write;
@@ -17,9 +17,15 @@ pub struct Args {
     /// JSON lines output (appended to by nothing else; overwritten).
     #[arg(long, default_value = "benchmarks/results/bench.jsonl")]
     out: PathBuf,
-    /// stratavec profiles to run.
+    /// stratavec systems to run: the profiles `diskann` and `starling`, and
+    /// the Starling ablations `starling-shuffle`, `starling-page`,
+    /// `starling-nav`, `starling-pipeline` (each technique alone on top of
+    /// diskann) and `starling-nonav`.
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
+    /// Navigation graph sample ratio μ for the variants that have one.
+    #[arg(long, default_value_t = 0.02)]
+    nav_sample: f32,
     /// Peers to run in the same session: diskannpy, diskannpy-rust, hnswlib, faiss-ivfpq.
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
@@ -38,7 +44,8 @@ pub struct Args {
     memory_fraction: f64,
     #[arg(long, default_value = "l2")]
     metric: Metric,
-    #[arg(long, default_value_t = 64)]
+    /// Graph degree R.
+    #[arg(long, short = 'R', default_value_t = 64)]
     graph_degree: usize,
     #[arg(long, default_value_t = 128)]
     complexity: usize,
@@ -52,6 +59,17 @@ pub struct Args {
     /// Seconds per device-ceiling measurement (0 skips it).
     #[arg(long, default_value_t = 2.0)]
     device_seconds: f64,
+    /// Also run range search at this radius (reported distance unit) and the
+    /// doubling-k k-NN baseline, scored by average precision (AP).
+    #[arg(long)]
+    radius: Option<f32>,
+    /// Range ground truth for --radius (`stratavec gt --radius`); default:
+    /// computed by brute force and kept in --work.
+    #[arg(long)]
+    range_gt: Option<PathBuf>,
+    /// Range search: the window doubles while results fill this share of it.
+    #[arg(long, default_value_t = 0.5)]
+    range_phi: f32,
     /// Rebuild indexes even when a matching one exists.
     #[arg(long)]
     rebuild: bool,
@@ -110,30 +128,43 @@ pub fn run(a: Args) -> Result<()> {
         a.threads
     );
 
+    let range = match a.radius {
+        Some(radius) => Some(range::RangeSpec {
+            radius,
+            gt: range_truth(&a, &base, &dataset, radius)?,
+            phi: a.range_phi,
+        }),
+        None => None,
+    };
     let mut first_index: Option<PathBuf> = None;
-    for profile in &a.profiles {
+    let chosen = a
+        .profiles
+        .iter()
+        .map(|p| variants::find(p))
+        .collect::<Result<Vec<_>>>()?;
+    for variant in chosen {
         let params = BuildParams {
-            profile: profile.clone(),
+            profile: variant.profile.into(),
             metric: a.metric,
             graph_degree: a.graph_degree,
             complexity: a.complexity,
             alpha: a.alpha,
             pq_bytes: a.pq_bytes,
-            shuffle: if profile == "starling" {
-                stratavec::layout::shuffle::Shuffle::Bnf
-            } else {
-                stratavec::layout::shuffle::Shuffle::None
-            },
+            shuffle: variant.shuffle,
+            nav_sample: variant.nav_sample(a.nav_sample),
             ..Default::default()
         };
-        let dir = a.work.join(format!(
-            "{dataset}-{profile}-R{}-L{}-pq{}",
-            a.graph_degree, a.complexity, a.pq_bytes
+        let dir = a.work.join(variant.index_name(
+            &dataset,
+            a.graph_degree,
+            a.complexity,
+            a.pq_bytes,
+            a.nav_sample,
         ));
         let build = run::build_or_reuse(&base, &dir, &params, a.threads, a.rebuild)?;
         first_index.get_or_insert(dir.join("pages.bin"));
-        let system = format!("stratavec-{profile}");
-        eprintln!("bench: sweeping {system}");
+        let system = format!("stratavec-{}", variant.name);
+        eprintln!("bench: sweeping {system} ({})", variant.about);
         let v = run::sweep(&run::Sweep {
             system: &system,
             dataset: &dataset,
@@ -148,7 +179,10 @@ pub fn run(a: Args) -> Result<()> {
             budget_bytes: budget,
             build: &build,
             repeats: a.repeats,
-            page_search: profile == "starling",
+            page_search: variant.page_search,
+            pipeline: variant.pipeline,
+            navigation_graph: variant.nav,
+            range: range.as_ref(),
         })?;
         emit(v, &mut rows)?;
     }
@@ -185,8 +219,37 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     print_summary(&rows);
+    print_range_summary(&rows);
     eprintln!("bench: rows written to {}", a.out.display());
     Ok(())
+}
+
+/// The range ground truth: the given file, or one computed by brute force
+/// once and kept in the work directory.
+fn range_truth(
+    a: &Args,
+    base: &Path,
+    dataset: &str,
+    radius: f32,
+) -> Result<stratavec::data::RangeGroundTruth> {
+    let path = match &a.range_gt {
+        Some(p) => p.clone(),
+        None => a.work.join(format!(
+            "{dataset}-range-r{radius}-{}.bin",
+            a.metric.as_str()
+        )),
+    };
+    if !path.exists() {
+        eprintln!(
+            "bench: range ground truth at radius {radius} -> {}",
+            path.display()
+        );
+        let b = stratavec::data::open(base)?;
+        let q = stratavec::data::open(a.data.join("query.fbin"))?;
+        let gt = stratavec::data::brute_force_range(&b, &q, a.metric, radius, a.threads);
+        gt.write(&path)?;
+    }
+    Ok(stratavec::data::RangeGroundTruth::read(&path)?)
 }
 
 /// The table BENCHMARKS.md quotes: per system, QPS and reads at recall@10
@@ -228,5 +291,51 @@ pub fn print_summary(rows: &[Value]) {
     }
     if let Some(c) = ceiling {
         println!("\ndevice ceiling: {c:.0} random 4 KiB reads/s (best depth measured); QPS <= that / reads per query");
+    }
+}
+
+/// Range search against its doubling-k baseline: per system and method, the
+/// fewest reads per query reaching AP 0.90 and 0.95, and the best AP seen.
+pub fn print_range_summary(rows: &[Value]) {
+    let range: Vec<&Value> = rows.iter().filter(|r| r["kind"] == "range").collect();
+    if range.is_empty() {
+        return;
+    }
+    println!("\n| system | method | AP >= 0.90: reads (QPS) | AP >= 0.95: reads (QPS) | best AP |");
+    println!("|---|---|---|---|---|");
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in &range {
+        let k = (
+            r["system"].as_str().unwrap_or("?").to_string(),
+            r["method"].as_str().unwrap_or("?").to_string(),
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (system, method) in keys {
+        let pts: Vec<(f64, f64, f64)> = range
+            .iter()
+            .filter(|r| r["system"] == system.as_str() && r["method"] == method.as_str())
+            .filter_map(|r| {
+                Some((
+                    r["ap"].as_f64()?,
+                    r["reads_per_query"].as_f64()?,
+                    r["qps"].as_f64()?,
+                ))
+            })
+            .collect();
+        let cell = |t: f64| {
+            pts.iter()
+                .filter(|p| p.0 >= t)
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map_or("never".to_string(), |p| format!("{:.1} ({:.0})", p.1, p.2))
+        };
+        let best = pts.iter().map(|p| p.0).fold(0.0, f64::max);
+        println!(
+            "| {system} | {method} | {} | {} | {best:.4} |",
+            cell(0.90),
+            cell(0.95)
+        );
     }
 }

@@ -44,6 +44,10 @@ pub struct Args {
     /// the starling profile.
     #[arg(long)]
     pipeline: Option<bool>,
+    /// Start from the navigation graph when the index has one (Starling
+    /// §4.3); false starts from the medoid and gives its memory to the cache.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    nav_graph: bool,
     /// Range search: every vector within this distance; --gt must then be a
     /// range ground truth (`stratavec gt --radius`). Reports AP, recall and
     /// precision instead of recall@k.
@@ -81,6 +85,7 @@ pub fn run(a: Args) -> Result<()> {
         reserve_threads: threads,
         reserve_in_flight: a.in_flight,
         reserve_beam_width: a.beam_width,
+        navigation_graph: a.nav_graph,
         ..Default::default()
     };
     let index = Index::open(&a.index_dir, &opts)?;

@@ -307,3 +307,127 @@ fn search_missing_index_fails() {
         "{e}"
     );
 }
+
+fn read_fbin(path: &Path) -> (usize, Vec<f32>) {
+    let b = std::fs::read(path).unwrap();
+    let dim = u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize;
+    let v = b[8..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    (dim, v)
+}
+
+/// `bench` runs the Starling ablation variants (search-time variants share
+/// the diskann index) and range search with its doubling-k baseline, all
+/// scored against exact ground truth.
+#[test]
+fn bench_runs_variants_and_range_search() {
+    let f = fixture();
+    let tmp = tempdir();
+    let (dim, base) = read_fbin(&f.data.join("base.fbin"));
+    let (_, queries) = read_fbin(&f.data.join("query.fbin"));
+    // A radius holding ~5 vectors for the median query.
+    let mut fifth: Vec<f32> = queries
+        .chunks(dim)
+        .map(|q| {
+            let mut d: Vec<f32> = base
+                .chunks(dim)
+                .map(|b| q.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum())
+                .collect();
+            d.sort_by(f32::total_cmp);
+            d[4]
+        })
+        .collect();
+    fifth.sort_by(f32::total_cmp);
+    let radius = fifth[fifth.len() / 2].to_string();
+    let (work, out) = (tmp.path().join("work"), tmp.path().join("rows.jsonl"));
+    let o = ok(run(&[
+        &"bench",
+        &"--data",
+        &f.data,
+        &"--work",
+        &work,
+        &"--out",
+        &out,
+        &"--profiles",
+        &"diskann,starling-page,starling-nav,starling",
+        &"--nav-sample",
+        &"0.05",
+        &"-R",
+        &"16",
+        &"--complexity",
+        &"32",
+        &"--pq-bytes",
+        &"8",
+        &"-L",
+        &"20,40",
+        &"--radius",
+        &radius,
+        &"--device-seconds",
+        &"0",
+        // The tiny set's 20% would not even hold the I/O buffers; this
+        // leaves a small cache, so most expansions are reads.
+        &"--memory-fraction",
+        &"5",
+    ]));
+    assert!(stdout(&o).contains("knn-doubling"), "{}", stdout(&o));
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |kind: &str, system: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| r["kind"] == kind && r["system"] == system)
+            .collect()
+    };
+    for v in ["diskann", "starling-page", "starling-nav", "starling"] {
+        let system = format!("stratavec-{v}");
+        let search = of("search", &system);
+        assert_eq!(search.len(), 2, "{system}: one row per L");
+        assert!(search
+            .iter()
+            .all(|r| r["recall_at_10"].as_f64().unwrap() > 0.5));
+        let range = of("range", &system);
+        // Two L for range search, three multipliers for the baseline.
+        assert_eq!(range.len(), 5, "{system}: {range:?}");
+        for r in &range {
+            let ap = r["ap"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&ap), "{r}");
+            assert!(r["reads_per_query"].as_f64().unwrap() > 0.0, "{r}");
+        }
+        let best = range
+            .iter()
+            .filter(|r| r["method"] == "range")
+            .map(|r| r["ap"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(best >= 0.8, "{system}: range AP {best}");
+    }
+    let page = &of("search", "stratavec-starling-page")[0];
+    assert_eq!(page["page_search"], true);
+    assert_eq!(page["pipeline"], false);
+    // Search-time variants reuse the diskann index; nav variants have their own.
+    let mut dirs: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".bin"))
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 3, "{dirs:?}");
+    let err = fails(run(&[
+        &"bench",
+        &"--data",
+        &f.data,
+        &"--work",
+        &work,
+        &"--out",
+        &out,
+        &"--profiles",
+        &"starlin",
+    ]));
+    assert!(
+        err.contains("starling-page") && err.contains("starlin"),
+        "{err}"
+    );
+}

@@ -3,5 +3,7 @@
 //! summary read off each system's recall–QPS Pareto front.
 pub mod device;
 pub mod peers;
+pub mod range;
 pub mod run;
 pub mod summary;
+pub mod variants;

@@ -78,8 +78,12 @@ pub struct Sweep<'a> {
     pub budget_bytes: u64,
     pub build: &'a Value,
     pub repeats: usize,
-    /// Block search (the starling profile).
+    /// Block search, the pipeline and the navigation graph (Starling).
     pub page_search: bool,
+    pub pipeline: bool,
+    pub navigation_graph: bool,
+    /// Range search rows too (AP against exact range ground truth).
+    pub range: Option<&'a super::range::RangeSpec>,
 }
 
 pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
@@ -88,6 +92,7 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         reserve_threads: s.threads,
         reserve_in_flight: s.in_flight,
         reserve_beam_width: s.beam_width,
+        navigation_graph: s.navigation_graph,
         ..Default::default()
     };
     let index = Index::open(s.index_dir, &opts)?;
@@ -108,6 +113,7 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         threads: s.threads,
         in_flight: s.in_flight,
         page_search: s.page_search,
+        pipeline: s.pipeline,
         ..Default::default()
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
@@ -136,11 +142,29 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(), "repeats": s.repeats.max(1),
+            "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
         });
         if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
             row.extend(m);
         }
         rows.push(row);
+    }
+    if let Some(spec) = s.range {
+        let common = json!({
+            "system": s.system, "label": s.system, "dataset": s.dataset, "n": index.len(),
+            "d": index.dim(), "nq": nq, "radius": spec.radius, "range_phi": spec.phi,
+            "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
+            "memory_bytes": index.memory().total(), "memory_budget_bytes": s.budget_bytes,
+        });
+        let tag = |mut v: Value| {
+            if let (Some(o), Value::Object(c)) = (v.as_object_mut(), common.clone()) {
+                o.extend(c);
+            }
+            v
+        };
+        rows.extend(super::range::sweep(
+            &index, s.queries, &warm, s.ls, spec, &tag,
+        )?);
     }
     Ok(rows)
 }

@@ -31,6 +31,10 @@ pub struct OpenOptions {
     pub reserve_beam_width: usize,
     /// Re-hash every file against the manifest (slow on big indexes).
     pub verify_checksums: bool,
+    /// Start searches from the navigation graph when the index has one
+    /// (Starling §4.3); false starts from the medoid and leaves its memory
+    /// to the node cache (an ablation, or a budget where the cache pays more).
+    pub navigation_graph: bool,
     /// Test hook: reads at offsets for which this returns true fail with an
     /// injected EIO (proves that an I/O error fails one query, not the batch).
     pub fault_injection: Option<FaultPredicate>,
@@ -48,6 +52,7 @@ impl Default for OpenOptions {
             reserve_in_flight: 16,
             reserve_beam_width: 4,
             verify_checksums: false,
+            navigation_graph: true,
             fault_injection: None,
         }
     }
@@ -255,7 +260,8 @@ impl Index {
             * opts.reserve_in_flight.max(1)
             * opts.reserve_beam_width.max(1)
             * layout.max_span_bytes();
-        let entry: Box<dyn EntryPoints> = if manifest.files.contains_key("nav.bin") {
+        let use_nav = opts.navigation_graph && manifest.files.contains_key("nav.bin");
+        let entry: Box<dyn EntryPoints> = if use_nav {
             let nav_path = check_file_size(&manifest, &dir, "nav.bin")?;
             Box::new(NavGraph::read(
                 &nav_path,
