@@ -157,6 +157,8 @@ impl BeamSearch {
     /// Turns on block search (Starling §4.2) with pruning ratio σ.
     pub fn with_page_search(mut self, prune_ratio: f32) -> Self {
         self.prune_ratio = Some(prune_ratio.clamp(0.0, 1.0));
+        // Each read expands the target and about a third of its page.
+        self.visited.reserve(self.visited.capacity() * 3);
         self
     }
 

@@ -11,6 +11,8 @@ const EMPTY: u32 = u32::MAX;
 pub struct VisitedSet {
     table: Vec<u32>,
     len: usize,
+    /// 64 - log2(table size): the hash keeps the product's high bits.
+    shift: u32,
 }
 
 impl Default for VisitedSet {
@@ -19,10 +21,15 @@ impl Default for VisitedSet {
     }
 }
 
+/// Fibonacci hashing: the high bits of id·2^64/φ spread neighbouring ids
+/// (graph neighbour lists are full of them) over the whole table.
 #[inline]
-fn hash(id: u32) -> usize {
-    // Fibonacci hashing; the high bits are taken by the caller's mask after shift.
-    (id.wrapping_mul(0x9E37_79B9) ^ (id >> 16)) as usize
+fn hash(id: u32, shift: u32) -> usize {
+    ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+fn shift_for(size: usize) -> u32 {
+    64 - size.trailing_zeros()
 }
 
 impl VisitedSet {
@@ -31,6 +38,19 @@ impl VisitedSet {
         VisitedSet {
             table: vec![EMPTY; size],
             len: 0,
+            shift: shift_for(size),
+        }
+    }
+
+    /// Ids it holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.table.len() / 2
+    }
+
+    /// Makes room for `n` ids without growing on the way.
+    pub fn reserve(&mut self, n: usize) {
+        while n * 2 > self.table.len() {
+            self.grow();
         }
     }
 
@@ -57,7 +77,7 @@ impl VisitedSet {
             self.grow();
         }
         let mask = self.table.len() - 1;
-        let mut i = hash(id) & mask;
+        let mut i = hash(id, self.shift);
         loop {
             let slot = self.table[i];
             if slot == id {
@@ -75,7 +95,7 @@ impl VisitedSet {
     #[inline]
     pub fn contains(&self, id: u32) -> bool {
         let mask = self.table.len() - 1;
-        let mut i = hash(id) & mask;
+        let mut i = hash(id, self.shift);
         loop {
             let slot = self.table[i];
             if slot == id {
@@ -90,6 +110,7 @@ impl VisitedSet {
 
     fn grow(&mut self) {
         let bigger = vec![EMPTY; self.table.len() * 2];
+        self.shift = shift_for(bigger.len());
         let old = std::mem::replace(&mut self.table, bigger);
         self.len = 0;
         for id in old.into_iter().filter(|&x| x != EMPTY) {

@@ -1,0 +1,94 @@
+"""The Starling ablation table of BENCHMARKS.md from `stratavec bench` rows.
+
+    python benchmarks/starling_table.py ROWS.jsonl [--shuffle SHUFFLE.jsonl]
+
+ROWS.jsonl: a bench run with the variants (diskann, starling-shuffle,
+starling-page, starling-nav, starling-pipeline, starling-nonav, starling).
+SHUFFLE.jsonl: `stratavec shuffle IDX --methods bnp,bnf,bns --json` lines.
+For each system and recall@10 target: the highest QPS among measured points
+reaching it (ann-benchmarks' Pareto reading, no interpolation) and the fewest
+reads per query among points reaching it; ratios against diskann in the same
+run. Range rows (kind "range"), if present, get their own table.
+Standard library only.
+"""
+import argparse
+import json
+
+TARGETS = (0.90, 0.95)
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def best(points, target):
+    ok = [p for p in points if p["recall_at_10"] >= target - 1e-9]
+    if not ok:
+        return None, None
+    fastest = max(ok, key=lambda p: p["qps"])
+    fewest = min(ok, key=lambda p: p["reads_per_query"])
+    return fastest, fewest
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rows")
+    ap.add_argument("--shuffle")
+    a = ap.parse_args()
+    rows = load(a.rows)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    search = [r for r in rows if r.get("kind") == "search"]
+    systems = list(dict.fromkeys(r["system"] for r in search))
+    print(f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), budget "
+          f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('threads')} threads; "
+          f"command: `{run.get('command')}`\n")
+    if a.shuffle:
+        sh = load(a.shuffle)
+        first = sh[0]
+        cells = [f"id order {first['or_id_order']:.4f}"]
+        for r in sh:
+            name, orv, secs = r["stages"][-1]
+            cells.append(f"{name} {orv:.4f} ({secs:.1f} s)")
+        print(f"OR(G) at {first['per_block']} records per block: " + "; ".join(cells) + "\n")
+    base = {}
+    for t in TARGETS:
+        fast, few = best([r for r in search if r["system"] == "stratavec-diskann"], t)
+        base[t] = (fast, few)
+    head = "| system | " + " | ".join(
+        f"R@10 ≥ {t:.2f}: QPS (L) | reads (L)" for t in TARGETS) + " | build |"
+    print(head)
+    print("|---|" + "---:|---:|" * len(TARGETS) + "---:|")
+    for s in systems:
+        pts = [r for r in search if r["system"] == s]
+        cells = []
+        for t in TARGETS:
+            fast, few = best(pts, t)
+            bfast, bfew = base[t]
+            if fast is None:
+                cells += ["never", "never"]
+                continue
+            qr = f" ({fast['qps'] / bfast['qps']:.2f}×)" if bfast and s != "stratavec-diskann" else ""
+            rr = ""
+            if bfew and s != "stratavec-diskann":
+                ratio = few["reads_per_query"] / bfew["reads_per_query"]
+                rr = f" ({(1 - ratio) * 100:.0f}% fewer)" if ratio <= 1 else f" ({(ratio - 1) * 100:.0f}% more)"
+            cells.append(f"{fast['qps']:,.0f}{qr} (L={fast['L']})")
+            cells.append(f"{few['reads_per_query']:.1f}{rr} (L={few['L']})")
+        build = pts[0].get("build_s")
+        label = s.replace("stratavec-", "")
+        build = f"{build:.1f} s" if build is not None else "—"
+        print(f"| {label} | " + " | ".join(cells) + f" | {build} |")
+    rng = [r for r in rows if r.get("kind") == "range"]
+    if rng:
+        print(f"\nRange search, radius {rng[0]['radius']:g} ({rng[0]['results_per_query']:.1f} "
+              "results per query at the first L):\n")
+        print("| system | method | L (or L/k) | AP | recall | reads/query | QPS |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for r in rng:
+            print(f"| {r['system'].replace('stratavec-', '')} | {r['method']} | {r['L']} | {r['ap']:.4f} | "
+                  f"{r['recall']:.4f} | {r['reads_per_query']:.1f} | {r['qps']:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
