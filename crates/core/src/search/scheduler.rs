@@ -62,6 +62,7 @@ where
     let mut reads = Vec::new();
     let mut completions = Vec::new();
     let mut stats = WorkerStats::default();
+    let mut deferred_cursor = 0;
     loop {
         // 1. Admit new queries, advance the ones with new data, retire the
         //    finished ones (their place is refilled on the next pass).
@@ -129,14 +130,8 @@ where
             }
         }
         if reader.in_flight() > 0 {
-            reader.submit()?;
-            stats.submits += 1;
-            // The pipeline (Starling §4.2): what the queries deferred runs
-            // while the reads just submitted are in flight.
-            for q in active.iter_mut().flatten() {
-                if q.error.is_none() {
-                    q.state.deferred(ctx);
-                }
+            if reader.submit()? > 0 {
+                stats.submits += 1;
             }
         } else if retired || !queue.is_empty() {
             continue;
@@ -146,11 +141,34 @@ where
             continue;
         }
 
-        // 3. Wait for at least one completion and deliver all that are ready.
+        // 3. Routing first: completions already in the ring (a peek, no
+        //    syscall) go to their queries, whose next reads are issued on the
+        //    next pass. Only when none are waiting does deferred work run
+        //    (the pipeline of Starling §4.2), one query's at a time, so it
+        //    never holds back a read; and only when there is none of that
+        //    either does the worker sleep until a read completes.
         completions.clear();
-        let t = Instant::now();
-        reader.reap(1, &mut completions)?;
-        stats.io_wait_s += t.elapsed().as_secs_f64();
+        reader.reap(0, &mut completions)?;
+        if completions.is_empty() {
+            let n = active.len();
+            let mut ran = false;
+            for i in 0..n {
+                let a = (deferred_cursor + i) % n;
+                if let Some(q) = active[a].as_mut() {
+                    if q.error.is_none() && q.state.deferred(ctx) {
+                        deferred_cursor = a + 1;
+                        ran = true;
+                        break;
+                    }
+                }
+            }
+            if ran {
+                continue;
+            }
+            let t = Instant::now();
+            reader.reap(1, &mut completions)?;
+            stats.io_wait_s += t.elapsed().as_secs_f64();
+        }
         for c in completions.drain(..) {
             let a = (c.tag >> 32) as usize;
             let id = c.tag as u32;
