@@ -3,7 +3,7 @@
     python benchmarks/starling_table.py ROWS.jsonl [--shuffle SHUFFLE.jsonl]
 
 ROWS.jsonl: a bench run with the variants (diskann, starling-shuffle,
-starling-page, starling-nav, starling-pipeline, starling-nonav, starling).
+starling-page, starling-nav, starling-pipeline, starling, starling-all).
 SHUFFLE.jsonl: `stratavec shuffle IDX --methods bnp,bnf,bns --json` lines.
 For each system and recall@10 target: the highest QPS among measured points
 reaching it (ann-benchmarks' Pareto reading, no interpolation) and the fewest

@@ -20,7 +20,7 @@ pub struct Args {
     /// stratavec systems to run: the profiles `diskann` and `starling`, and
     /// the Starling ablations `starling-shuffle`, `starling-page`,
     /// `starling-nav`, `starling-pipeline` (each technique alone on top of
-    /// diskann) and `starling-nonav`.
+    /// diskann) and `starling-all` (the profile plus the navigation graph).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.

@@ -351,7 +351,7 @@ fn bench_runs_variants_and_range_search() {
         &"--out",
         &out,
         &"--profiles",
-        &"diskann,starling-page,starling-nav,starling",
+        &"diskann,starling-page,starling-nav,starling-all",
         &"--nav-sample",
         &"0.05",
         &"-R",
@@ -382,7 +382,7 @@ fn bench_runs_variants_and_range_search() {
             .filter(|r| r["kind"] == kind && r["system"] == system)
             .collect()
     };
-    for v in ["diskann", "starling-page", "starling-nav", "starling"] {
+    for v in ["diskann", "starling-page", "starling-nav", "starling-all"] {
         let system = format!("stratavec-{v}");
         let search = of("search", &system);
         assert_eq!(search.len(), 2, "{system}: one row per L");

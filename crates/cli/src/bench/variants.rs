@@ -90,8 +90,8 @@ pub const ALL: &[Variant] = &[
         true,
     ),
     v(
-        "starling-nonav",
-        "starling without the navigation graph: shuffle + block search + pipeline",
+        "starling",
+        "the starling profile as built by default: shuffle + block search + pipeline",
         "starling",
         Shuffle::Bnf,
         false,
@@ -99,8 +99,8 @@ pub const ALL: &[Variant] = &[
         true,
     ),
     v(
-        "starling",
-        "the starling profile: shuffle + block search + pipeline + navigation graph",
+        "starling-all",
+        "every Starling technique: the starling profile + navigation graph",
         "starling",
         Shuffle::Bnf,
         true,
@@ -165,8 +165,8 @@ mod tests {
         let name = |n: &str| find(n).unwrap().index_name("d", 64, 128, 48, 0.02);
         assert_eq!(name("diskann"), name("starling-page"));
         assert_eq!(name("diskann"), name("starling-pipeline"));
-        assert_eq!(name("starling-shuffle"), name("starling-nonav"));
-        assert_ne!(name("starling"), name("starling-nonav"));
+        assert_eq!(name("starling-shuffle"), name("starling"));
+        assert_ne!(name("starling"), name("starling-all"));
         assert_ne!(name("starling-nav"), name("diskann"));
     }
 }
