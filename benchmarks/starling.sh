@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The Starling section of BENCHMARKS.md, measured in one go:
+#   1. OR(G) of id order, BNP, BNF and BNS (`stratavec shuffle`) on both sets,
+#   2. `stratavec bench` with the diskann profile, each Starling technique
+#      alone and the starling profile (plus the navigation graph), same 20%
+#      budget, same run, on wordnet-minilm (384-d) and its 96-d PCA,
+#   3. range search vs doubling-k k-NN (AP against exact range ground truth)
+#      on wordnet-minilm,
+#   4. the markdown tables (benchmarks/starling_table.py) into
+#      benchmarks/results/starling-*.md, pasted into BENCHMARKS.md by hand.
+# Needs the data sets (scripts/wordnet.sh full; the PCA set is made here if
+# missing). About 40 minutes on this 2-vCPU machine, most of it BNS on the
+# 96-d set; --no-bns skips BNS. Run it with nothing else on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bns=,bns
+[ "${1:-}" = "--no-bns" ] && bns=
+cargo build --release -q -p stratavec-cli
+bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+data=.cache/wordnet-minilm
+pca=.cache/wordnet-minilm-pca96
+res=benchmarks/results
+work=.cache/bench
+mkdir -p "$res" "$work"
+[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
+if [ ! -f "$pca/base.fbin" ]; then
+  py=.cache/venv-data/bin/python
+  [ -x "$py" ] || py=python3
+  "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
+fi
+
+variants=diskann,starling-shuffle,starling-page,starling-nav,starling-pipeline,starling,starling-all
+"$bin" bench --data "$pca" --work "$work" --out "$res/starling-pca96.jsonl" --profiles "$variants" \
+  --threads 2 --memory-fraction 0.2 -L 10,12,14,16,18,20,22,25,30,40,50,60,80 --repeats 3
+"$bin" bench --data "$data" --work "$work" --out "$res/starling-384.jsonl" --profiles "$variants" \
+  --threads 2 --memory-fraction 0.2 -L 20,25,30,35,40,45,50,60,80,100 --repeats 3
+"$bin" bench --data "$data" --work "$work" --out "$res/range-384.jsonl" --profiles diskann,starling \
+  --threads 2 --memory-fraction 0.2 -L 10,20,40,80,160 --radius 1.0 --device-seconds 0
+
+for set in pca96 384; do
+  dir=$work/wordnet-minilm-diskann-R64-L128-pq48
+  [ "$set" = pca96 ] && dir=$work/wordnet-minilm-pca96-diskann-R64-L128-pq48
+  "$bin" shuffle "$dir" --methods "bnp,bnf$bns" --json > "$res/shuffle-$set.jsonl"
+  python3 benchmarks/starling_table.py "$res/starling-$set.jsonl" --shuffle "$res/shuffle-$set.jsonl" \
+    > "$res/starling-$set.md"
+done
+python3 benchmarks/starling_table.py "$res/range-384.jsonl" > "$res/range-384.md"
+echo "tables: $res/starling-pca96.md $res/starling-384.md $res/range-384.md"
