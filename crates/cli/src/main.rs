@@ -13,6 +13,7 @@ mod cmd_build;
 mod cmd_convert;
 mod cmd_gt;
 mod cmd_info;
+mod cmd_relayout;
 mod cmd_search;
 mod cmd_shuffle;
 mod cmd_synth;
@@ -48,6 +49,8 @@ enum Command {
     Synth(cmd_synth::Args),
     /// Report the overlap ratio OR(G) of an index's layout and after block shuffling.
     Shuffle(cmd_shuffle::Args),
+    /// Shuffle an existing diskann-profile index into blocks (the starling layout), streaming it.
+    Relayout(cmd_relayout::Args),
     /// Sweep profiles and peers on one data set; JSON lines + Pareto summary.
     Bench(cmd_bench::Args),
     /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
@@ -66,6 +69,7 @@ fn main() {
         Command::BenchIo(a) => cmd_bench_io::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Shuffle(a) => cmd_shuffle::run(a),
+        Command::Relayout(a) => cmd_relayout::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -190,3 +190,55 @@ fn block_search_and_pipeline_do_not_depend_on_scheduling() {
     // then read once for all of them.
     assert!(piped.total().shared_reads > 0);
 }
+
+/// Relayout of a diskann-profile index writes exactly the pages and map a
+/// starling build with the same parameters writes, leaves its source alone,
+/// and refuses an index that is already shuffled.
+#[test]
+fn relayout_equals_a_starling_build() {
+    use stratavec::layout::shuffle::ShuffleParams;
+    let (base, queries) = synth(N, 50, DIM, 13);
+    let tmp = tempdir();
+    let (d_dir, s_dir, r_dir) = (
+        tmp.path().join("diskann"),
+        tmp.path().join("starling"),
+        tmp.path().join("relayout"),
+    );
+    build_f32(&d_dir, &base, DIM, &small_params(Metric::L2), 2);
+    build_f32(&s_dir, &base, DIM, &starling_params(), 2);
+    let before = std::fs::read(d_dir.join("pages.bin")).unwrap();
+    let sp = starling_params();
+    let shuffle = ShuffleParams {
+        method: sp.shuffle,
+        iterations: sp.shuffle_iterations,
+        gain_threshold: sp.shuffle_gain,
+    };
+    let report = stratavec::index::relayout::relayout(&d_dir, &r_dir, &shuffle, 2).unwrap();
+    assert!(report.shuffle.is_some());
+    for f in ["pages.bin", "map.bin", "codes.bin"] {
+        assert!(
+            std::fs::read(s_dir.join(f)).unwrap() == std::fs::read(r_dir.join(f)).unwrap(),
+            "{f} differs from the starling build's"
+        );
+    }
+    assert_eq!(std::fs::read(d_dir.join("pages.bin")).unwrap(), before);
+    let open = |dir| Index::open(dir, &OpenOptions::default()).unwrap();
+    let (s, r) = (open(&s_dir), open(&r_dir));
+    assert_eq!(r.manifest.profile, "starling");
+    assert_eq!(r.manifest.layout, "blocked");
+    let (a, b) = (
+        s.search_batch(&queries, DIM, &params(30, true)).unwrap(),
+        r.search_batch(&queries, DIM, &params(30, true)).unwrap(),
+    );
+    assert_eq!(a.ids, b.ids);
+
+    let again = tmp.path().join("again");
+    let err = stratavec::index::relayout::relayout(&s_dir, &again, &shuffle, 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("manifest.json") && err.contains("layout") && err.contains("blocked"),
+        "{err}"
+    );
+    assert!(!again.exists());
+}

@@ -5,6 +5,7 @@ pub mod commit;
 pub mod graph_file;
 pub mod manifest;
 pub mod open;
+pub mod relayout;
 
 pub use build::{build_from_file, build_index, BuildParams, BuildReport};
 pub use manifest::{Manifest, FORMAT_VERSION};

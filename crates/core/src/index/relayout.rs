@@ -1,0 +1,173 @@
+//! Relayout: turns an existing index with the coupled id-order layout (the
+//! `diskann` profile) into a block-shuffled one (the `starling` profile)
+//! without rebuilding the graph (Starling §4.2 reorders a built index the
+//! same way). It streams: the graph is read once, sequentially, a page at a
+//! time (`graph_file`); the shuffled pages are written in block order, each
+//! record read from the source with one positioned read. What it holds in RAM
+//! is the neighbour lists and the block assignment, never the vectors or the
+//! whole pages file. PQ codes and a navigation graph are copied as they are
+//! (both are keyed by id, not by position). The result is byte-identical to
+//! building the same parameters with `--profile starling` (tested).
+
+use super::build::{peak_rss_bytes, BuildReport, BUILD_REPORT};
+use super::commit::{file_entry, Staging};
+use super::graph_file::read_graph;
+use super::manifest::{Manifest, MANIFEST};
+use crate::error::{Error, FileContext, Result};
+use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
+use crate::layout::{blocked, position_map, BlockedLayout, Layout};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Instant;
+
+/// Writes `dst`, the index at `src` with its records shuffled by `params`.
+/// `src` is left as it is; a failure leaves `dst` as it was.
+pub fn relayout(
+    src: &Path,
+    dst: &Path,
+    params: &ShuffleParams,
+    threads: usize,
+) -> Result<BuildReport> {
+    let t_all = Instant::now();
+    let mut manifest = Manifest::read(src)?;
+    if manifest.layout != "coupled" {
+        return Err(Error::index(
+            &src.join(MANIFEST),
+            "layout",
+            "coupled (an index of the diskann profile)",
+            &manifest.layout,
+        ));
+    }
+    if params.method == Shuffle::None {
+        return Err(Error::argument("shuffle", "bnp, bnf or bns", "none"));
+    }
+    let mut stages = Vec::new();
+    let t = Instant::now();
+    let (coupled, medoid, lists) = read_graph(src)?;
+    stages.push(("read graph".to_string(), t.elapsed().as_secs_f64()));
+    let per_block = blocked::records_per_block(coupled.page_size, coupled.record_bytes);
+    if per_block < 2 {
+        return Err(Error::argument(
+            "shuffle",
+            format!(
+                "pages that hold at least 2 records of {} bytes (build with --page-size 8192 or 16384)",
+                coupled.record_bytes
+            ),
+            format!("{per_block} per {}-byte page", coupled.page_size),
+        ));
+    }
+    let staging = Staging::new(dst)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| Error::argument("threads", "a thread pool", e))?;
+    let t = Instant::now();
+    let (assignment, report) = pool.install(|| shuffle(&lists, per_block, params));
+    stages.push(("shuffle".to_string(), t.elapsed().as_secs_f64()));
+
+    let t = Instant::now();
+    let layout = BlockedLayout::new(
+        coupled.page_size,
+        coupled.dim,
+        coupled.dtype,
+        coupled.max_degree,
+        assignment.positions(),
+        per_block,
+    );
+    let src_pages = src.join("pages.bin");
+    let input = std::fs::File::open(&src_pages).at("open", &src_pages)?;
+    let vector_len = coupled.dim * coupled.dtype.size();
+    // The writer asks for records in block order; each is one positioned
+    // read of the source (the first error is kept and reported).
+    let record = RefCell::new(vec![0u8; coupled.record_bytes]);
+    let failed: RefCell<Option<std::io::Error>> = RefCell::new(None);
+    let vector_bytes = |id: u32, out: &mut [u8]| {
+        let mut rec = record.borrow_mut();
+        let span = coupled.span_of(id);
+        let slot = if coupled.nodes_per_page > 0 {
+            id as usize % coupled.nodes_per_page
+        } else {
+            0
+        };
+        let offset = span.offset + (slot * coupled.record_bytes) as u64;
+        match input.read_exact_at(&mut rec, offset) {
+            Ok(()) => out.copy_from_slice(&rec[..vector_len]),
+            Err(e) => {
+                failed.borrow_mut().get_or_insert(e);
+                out.fill(0);
+            }
+        }
+    };
+    let pages_path = staging.dir.join("pages.bin");
+    let mut w = BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(&pages_path).at("create", &pages_path)?,
+    );
+    layout
+        .write(
+            &mut w,
+            medoid,
+            &assignment,
+            &|id| lists[id as usize].clone(),
+            &vector_bytes,
+        )
+        .and_then(|_| w.flush())
+        .at("write", &pages_path)?;
+    drop(w);
+    if let Some(e) = failed.into_inner() {
+        return Err(e).at("read", &src_pages);
+    }
+    let map_path = staging.dir.join("map.bin");
+    let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
+    position_map::write(&mut mw, per_block, &layout.position)
+        .and_then(|_| mw.flush())
+        .at("write", &map_path)?;
+    drop(mw);
+    let mut names = vec!["pages.bin", "codes.bin", "map.bin"];
+    for name in ["codes.bin", "nav.bin"] {
+        if manifest.files.contains_key(name) {
+            let (from, to) = (src.join(name), staging.dir.join(name));
+            std::fs::copy(&from, &to).at("copy", &from)?;
+            if name == "nav.bin" {
+                names.push(name);
+            }
+        }
+    }
+    stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
+
+    let mut files = BTreeMap::new();
+    for name in names {
+        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
+    }
+    manifest.profile = "starling".into();
+    manifest.build.profile = "starling".into();
+    manifest.build.shuffle = params.method;
+    manifest.build.shuffle_iterations = params.iterations;
+    manifest.build.shuffle_gain = params.gain_threshold;
+    manifest.layout = layout.name().into();
+    manifest.files = files;
+    let out = BuildReport {
+        n: manifest.n,
+        dim: manifest.dim,
+        threads,
+        stages,
+        total_s: t_all.elapsed().as_secs_f64(),
+        peak_rss_bytes: peak_rss_bytes(),
+        index_bytes: manifest.files.values().map(|f| f.bytes).sum(),
+        graph_mean_degree: manifest.graph_mean_degree,
+        shuffle: Some(report),
+    };
+    let mpath = staging.dir.join(MANIFEST);
+    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    let rpath = staging.dir.join(BUILD_REPORT);
+    std::fs::write(
+        &rpath,
+        serde_json::to_string_pretty(&out).expect("report") + "\n",
+    )
+    .at("write", &rpath)?;
+    staging.commit()?;
+    Ok(out)
+}
