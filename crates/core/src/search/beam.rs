@@ -113,8 +113,9 @@ impl BeamSearch {
     }
 
     /// A range search: starts as a k-NN search with list size `complexity`
-    /// and widens as `rule` says; the list keeps every candidate up to
-    /// `rule.max_window`, so widening resumes rather than restarts.
+    /// and widens as `rule` says; candidates the list pushes out are kept
+    /// (Starling's kicked set) and come back when it grows, so widening
+    /// resumes rather than restarts.
     pub fn new_range(
         ctx: &SearchContext,
         query: PreparedQuery,
@@ -123,7 +124,8 @@ impl BeamSearch {
         rule: RangeRule,
     ) -> Self {
         let max_window = rule.max_window.max(complexity);
-        let mut s = Self::new(ctx, query, max_window, beam_width);
+        let mut s = Self::new(ctx, query, complexity, beam_width);
+        s.list.keep_kicked();
         s.window = complexity;
         s.range = Some(RangeRule { max_window, ..rule });
         s
@@ -150,6 +152,7 @@ impl BeamSearch {
             return false;
         }
         self.window = (self.window * 2).min(rule.max_window);
+        self.list.grow(self.window);
         self.stats.widenings += 1;
         true
     }

@@ -17,6 +17,10 @@ pub struct CandidateList {
     /// Every entry before this index is expanded (a lower bound: the search
     /// resumes scanning here).
     cursor: usize,
+    /// Range search (Starling §5.3): unexpanded candidates pushed out of the
+    /// full list are kept here and come back when the list grows, so a
+    /// wider search resumes instead of restarting. `None` for k-NN.
+    kicked: Option<Vec<Candidate>>,
 }
 
 #[inline]
@@ -30,6 +34,30 @@ impl CandidateList {
             items: Vec::with_capacity(capacity + 1),
             capacity,
             cursor: 0,
+            kicked: None,
+        }
+    }
+
+    /// Keeps the candidates the full list pushes out (see `kicked`).
+    pub fn keep_kicked(&mut self) {
+        self.kicked.get_or_insert_with(Vec::new);
+    }
+
+    /// Raises the capacity to `capacity` and takes back the kicked
+    /// candidates that now fit, best first.
+    pub fn grow(&mut self, capacity: usize) {
+        self.capacity = self.capacity.max(capacity);
+        if let Some(mut kicked) = self.kicked.replace(Vec::new()) {
+            kicked.sort_unstable_by(|a, b| a.dist.total_cmp(&b.dist).then(a.id.cmp(&b.id)));
+            for c in kicked {
+                self.insert(c.id, c.dist);
+            }
+        }
+    }
+
+    fn kick(&mut self, c: Candidate) {
+        if let (Some(k), false) = (self.kicked.as_mut(), c.expanded) {
+            k.push(c);
         }
     }
 
@@ -37,6 +65,9 @@ impl CandidateList {
         self.items.clear();
         self.capacity = capacity;
         self.cursor = 0;
+        if let Some(k) = self.kicked.as_mut() {
+            k.clear();
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -60,22 +91,26 @@ impl CandidateList {
     /// `id` is not already present (it keeps a visited set).
     #[inline]
     pub fn insert(&mut self, id: u32, dist: f32) -> Option<usize> {
-        if self.items.len() == self.capacity {
+        let c = Candidate {
+            dist,
+            id,
+            expanded: false,
+        };
+        if self.items.len() >= self.capacity {
             match self.items.last() {
                 Some(last) if before(dist, id, last) => {}
-                _ => return None,
+                _ => {
+                    self.kick(c);
+                    return None;
+                }
             }
         }
-        let pos = self.items.partition_point(|c| !before(dist, id, c));
-        self.items.insert(
-            pos,
-            Candidate {
-                dist,
-                id,
-                expanded: false,
-            },
-        );
-        self.items.truncate(self.capacity);
+        let pos = self.items.partition_point(|x| !before(dist, id, x));
+        self.items.insert(pos, c);
+        while self.items.len() > self.capacity {
+            let out = self.items.pop().expect("over capacity");
+            self.kick(out);
+        }
         if pos < self.cursor {
             self.cursor = pos;
         }
@@ -149,6 +184,40 @@ mod tests {
             reference.truncate(cap);
             let got: Vec<(u32, u32)> = list.as_slice().iter().map(|c| (c.dist as u32, c.id)).collect();
             prop_assert_eq!(got, reference);
+        }
+    }
+
+    proptest! {
+        /// With the kicked set kept, growing the list gives exactly the best
+        /// unexpanded candidates of everything inserted, as if it had been
+        /// that large all along.
+        #[test]
+        fn kicked_candidates_come_back(entries in proptest::collection::vec((0u32..1000, 0u32..40), 1..300),
+                                       small in 1usize..20, big in 20usize..200, pops in 0usize..10) {
+            let mut l = CandidateList::new(small);
+            l.keep_kicked();
+            let mut seen = std::collections::HashSet::new();
+            let mut all = Vec::new();
+            for &(id, d) in &entries {
+                if seen.insert(id) {
+                    l.insert(id, d as f32);
+                    all.push((d as f32, id));
+                }
+            }
+            let mut popped = std::collections::HashSet::new();
+            for _ in 0..pops {
+                if let Some(c) = l.pop_closest_unexpanded() {
+                    popped.insert(c.id);
+                }
+            }
+            l.grow(big);
+            // Kicked candidates are all worse than every listed one, so the
+            // grown list is the best `big` of everything inserted.
+            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let want: Vec<u32> = all.iter().map(|e| e.1).take(big).collect();
+            let got: Vec<u32> = l.as_slice().iter().map(|c| c.id).collect();
+            prop_assert_eq!(got, want);
+            prop_assert!(l.as_slice().iter().all(|c| c.expanded == popped.contains(&c.id)));
         }
     }
 
