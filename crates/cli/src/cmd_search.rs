@@ -214,11 +214,7 @@ fn run_range(
         let res = index
             .search_batch(queries, dim, &params)
             .with_context(|| format!("range search at L={l}"))?;
-        let lists: Vec<Vec<u32>> = res
-            .ranges
-            .iter()
-            .map(|r| r.iter().map(|e| e.0).collect())
-            .collect();
+        let lists = res.range_ids();
         let scores = gt
             .as_ref()
             .map(|g| stratavec::data::range_scores(&lists, g));

@@ -342,35 +342,44 @@ fn bench_runs_variants_and_range_search() {
     fifth.sort_by(f32::total_cmp);
     let radius = fifth[fifth.len() / 2].to_string();
     let (work, out) = (tmp.path().join("work"), tmp.path().join("rows.jsonl"));
-    let o = ok(run(&[
-        &"bench",
-        &"--data",
-        &f.data,
-        &"--work",
-        &work,
-        &"--out",
-        &out,
-        &"--profiles",
-        &"diskann,starling-page,starling-nav,starling-all",
-        &"--nav-sample",
-        &"0.05",
-        &"-R",
-        &"16",
-        &"--complexity",
-        &"32",
-        &"--pq-bytes",
-        &"8",
-        &"-L",
-        &"20,40",
-        &"--radius",
-        &radius,
-        &"--device-seconds",
-        &"0",
-        // The tiny set's 20% would not even hold the I/O buffers; this
-        // leaves a small cache, so most expansions are reads.
-        &"--memory-fraction",
-        &"5",
-    ]));
+    let bench = |profiles: &'static str, more: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"bench",
+            &"--data",
+            &f.data,
+            &"--work",
+            &work,
+            &"--out",
+            &out,
+            &"--profiles",
+        ];
+        args.push(&profiles);
+        args.extend_from_slice(more);
+        run(&args)
+    };
+    let o = ok(bench(
+        "diskann,starling-page,starling-nav,starling-all",
+        &[
+            &"--nav-sample",
+            &"0.05",
+            &"-R",
+            &"16",
+            &"--complexity",
+            &"32",
+            &"--pq-bytes",
+            &"8",
+            &"-L",
+            &"20,40",
+            &"--radius",
+            &radius,
+            &"--device-seconds",
+            &"0",
+            // The tiny set's 20% would not even hold the I/O buffers; this
+            // leaves a small cache, so most expansions are reads.
+            &"--memory-fraction",
+            &"5",
+        ],
+    ));
     assert!(stdout(&o).contains("knn-doubling"), "{}", stdout(&o));
     let rows: Vec<Value> = std::fs::read_to_string(&out)
         .unwrap()
@@ -415,17 +424,7 @@ fn bench_runs_variants_and_range_search() {
         .collect();
     dirs.sort();
     assert_eq!(dirs.len(), 3, "{dirs:?}");
-    let err = fails(run(&[
-        &"bench",
-        &"--data",
-        &f.data,
-        &"--work",
-        &work,
-        &"--out",
-        &out,
-        &"--profiles",
-        &"starlin",
-    ]));
+    let err = fails(bench("starlin", &[]));
     assert!(
         err.contains("starling-page") && err.contains("starlin"),
         "{err}"

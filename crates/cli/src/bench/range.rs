@@ -38,11 +38,7 @@ pub fn sweep(
         let res = index
             .search_batch(queries, index.dim(), &params)
             .with_context(|| format!("range search at L={l}"))?;
-        let lists: Vec<Vec<u32>> = res
-            .ranges
-            .iter()
-            .map(|r| r.iter().map(|e| e.0).collect())
-            .collect();
+        let lists = res.range_ids();
         let t = res.total();
         rows.push(row(scored(
             "range",

@@ -325,17 +325,7 @@ pub fn build_index(
             .at("write", &pages_path)?;
         coupled.name()
     } else {
-        let per_block = blocked::records_per_block(params.page_size, coupled.record_bytes);
-        if per_block < 2 {
-            return Err(Error::argument(
-                "shuffle",
-                format!(
-                    "pages that hold at least 2 records of {} bytes (use --page-size 8192 or 16384)",
-                    coupled.record_bytes
-                ),
-                format!("{per_block} per {}-byte page", params.page_size),
-            ));
-        }
+        let per_block = blocked::shuffle_capacity(params.page_size, coupled.record_bytes)?;
         let t = Instant::now();
         progress.stage("shuffle blocks", 0);
         let sp = ShuffleParams {

@@ -109,6 +109,14 @@ impl BatchResult {
         self.errors.iter().filter(|e| e.is_some()).count()
     }
 
+    /// Range search: each query's ids within the radius, nearest first.
+    pub fn range_ids(&self) -> Vec<Vec<u32>> {
+        self.ranges
+            .iter()
+            .map(|r| r.iter().map(|e| e.0).collect())
+            .collect()
+    }
+
     pub fn total(&self) -> QueryStats {
         let mut t = QueryStats::default();
         for s in &self.stats {

@@ -48,17 +48,7 @@ pub fn relayout(
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
     stages.push(("read graph".to_string(), t.elapsed().as_secs_f64()));
-    let per_block = blocked::records_per_block(coupled.page_size, coupled.record_bytes);
-    if per_block < 2 {
-        return Err(Error::argument(
-            "shuffle",
-            format!(
-                "pages that hold at least 2 records of {} bytes (build with --page-size 8192 or 16384)",
-                coupled.record_bytes
-            ),
-            format!("{per_block} per {}-byte page", coupled.page_size),
-        ));
-    }
+    let per_block = blocked::shuffle_capacity(coupled.page_size, coupled.record_bytes)?;
     let staging = Staging::new(dst)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))

@@ -35,6 +35,22 @@ pub fn records_per_block(page_size: usize, record_bytes: usize) -> usize {
     page_size / (record_bytes + 4)
 }
 
+/// Records per block for a shuffle, which needs at least 2 (one record per
+/// page leaves nothing to place together).
+pub fn shuffle_capacity(page_size: usize, record_bytes: usize) -> crate::error::Result<usize> {
+    let per_block = records_per_block(page_size, record_bytes);
+    if per_block < 2 {
+        return Err(crate::error::Error::argument(
+            "shuffle",
+            format!(
+                "pages that hold at least 2 records of {record_bytes} bytes (use --page-size 8192 or 16384)"
+            ),
+            format!("{per_block} per {page_size}-byte page"),
+        ));
+    }
+    Ok(per_block)
+}
+
 impl BlockedLayout {
     pub fn new(
         page_size: usize,
