@@ -92,7 +92,7 @@ impl BeamSearch {
             pipeline: false,
             targets: Vec::new(),
             corrupt: None,
-            exact_seen: VisitedSet::with_capacity(complexity * 4),
+            exact_seen: VisitedSet::with_capacity((complexity * 8).max(256)),
             prune_ratio: None,
             window: complexity,
             range: None,
@@ -160,8 +160,10 @@ impl BeamSearch {
     /// Turns on block search (Starling §4.2) with pruning ratio σ.
     pub fn with_page_search(mut self, prune_ratio: f32) -> Self {
         self.prune_ratio = Some(prune_ratio.clamp(0.0, 1.0));
-        // Each read expands the target and about a third of its page.
-        self.visited.reserve(self.visited.capacity() * 3);
+        // Each read expands the target and a few records of its page; a
+        // table that stays within L1 (32 KB at 2,048 x 1.5 ids) is worth
+        // the rare grow.
+        self.visited.reserve(self.visited.capacity() * 3 / 2);
         self
     }
 
