@@ -176,6 +176,13 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
     d.set_item("peak_rss_bytes", r.peak_rss_bytes)?;
     d.set_item("index_bytes", r.index_bytes)?;
     d.set_item("graph_mean_degree", r.graph_mean_degree)?;
+    if let Some(sh) = &r.shuffle {
+        // OR(G) of id order and after each stage: {"id_order": x, "stages": [(name, OR, s)]}.
+        let s = PyDict::new(py);
+        s.set_item("id_order", sh.id_order)?;
+        s.set_item("stages", sh.stages.clone())?;
+        d.set_item("shuffle", s)?;
+    }
     Ok(d)
 }
 
@@ -184,7 +191,7 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
 #[pyo3(signature = (
     data, index_dir, *, metric = "l2", graph_degree = 64, complexity = 128,
     alpha = 1.2, pq_bytes = 32, passes = 1, page_size = 4096, seed = 42,
-    threads = None, profile = "diskann"
+    threads = None, profile = "diskann", shuffle = None, nav_sample = 0.0
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -201,10 +208,20 @@ fn build_index<'py>(
     seed: u64,
     threads: Option<i64>,
     profile: &str,
+    shuffle: Option<&str>,
+    nav_sample: f32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
+    let base = BuildParams::for_profile(profile);
+    let shuffle = match shuffle {
+        None => base.shuffle,
+        Some(s) => s
+            .parse()
+            .map_err(|e| PyValueError::new_err(format!("shuffle: {e}")))?,
+    };
     let params = BuildParams {
-        profile: profile.to_string(),
+        shuffle,
+        nav_sample,
         metric,
         graph_degree: count("graph_degree", graph_degree, 1)?,
         complexity: count("complexity", complexity, 1)?,
@@ -213,7 +230,7 @@ fn build_index<'py>(
         pq_bytes: count("pq_bytes", pq_bytes, 1)?,
         page_size: count("page_size", page_size, 1)?,
         seed,
-        ..BuildParams::default()
+        ..base
     };
     let threads = threads_arg(threads)?;
 
@@ -296,6 +313,23 @@ struct Index {
 }
 
 impl Index {
+    /// The Starling search switches: the profile's defaults (block search
+    /// and pipeline for starling indexes) unless given.
+    fn starling_options(
+        &self,
+        page_search: Option<bool>,
+        pipeline: Option<bool>,
+        prune_ratio: f32,
+    ) -> SearchParams {
+        let base = SearchParams::for_profile(&self.inner.manifest.profile);
+        SearchParams {
+            page_search: page_search.unwrap_or(base.page_search),
+            pipeline: pipeline.unwrap_or(base.pipeline),
+            prune_ratio,
+            ..base
+        }
+    }
+
     /// Queries as one row-major f32 buffer (always an owned copy, so nothing
     /// Python can touch is borrowed while the GIL is released) and their count.
     fn queries(&self, py: Python<'_>, queries: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize)> {
@@ -379,12 +413,13 @@ fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Boun
 impl Index {
     /// Opens the index in `index_dir`; see `stratavec.Index.open`.
     #[staticmethod]
-    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto"))]
+    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto", navigation_graph = true))]
     fn open(
         py: Python<'_>,
         index_dir: PathBuf,
         memory_budget_mb: Option<f64>,
         io: &str,
+        navigation_graph: bool,
     ) -> PyResult<Index> {
         let budget = match memory_budget_mb {
             None => None,
@@ -401,6 +436,7 @@ impl Index {
             io: io.parse().map_err(|e: String| PyValueError::new_err(e))?,
             // Reserve I/O buffers for the default search (all cores).
             reserve_threads: default_threads(),
+            navigation_graph,
             ..OpenOptions::default()
         };
         let dir = index_dir.clone();
@@ -469,7 +505,8 @@ impl Index {
     /// Searches; see `stratavec.Index.search`.
     #[pyo3(signature = (
         queries, k = 10, *, complexity = 64, beam_width = 4, threads = None,
-        in_flight = 16, return_stats = false
+        in_flight = 16, return_stats = false, page_search = None, pipeline = None,
+        prune_ratio = 0.3
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -482,6 +519,9 @@ impl Index {
         threads: Option<i64>,
         in_flight: i64,
         return_stats: bool,
+        page_search: Option<bool>,
+        pipeline: Option<bool>,
+        prune_ratio: f32,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // Negative numbers are refused here; zero and out-of-range values go
@@ -494,8 +534,7 @@ impl Index {
             beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
             in_flight: count("in_flight", in_flight, 1)?,
-            // The profile's defaults (block search and pipeline for starling).
-            ..SearchParams::for_profile(&this.inner.manifest.profile)
+            ..this.starling_options(page_search, pipeline, prune_ratio)
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py
@@ -537,7 +576,10 @@ impl Index {
     /// Range search; see `stratavec.Index.range_search`. Returns
     /// `(lims, D, I)` as faiss does: query i's results are
     /// `I[lims[i]:lims[i+1]]`, nearest first.
-    #[pyo3(signature = (queries, radius, *, complexity = 32, beam_width = 4, threads = None, in_flight = 16, phi = 0.5, max_complexity = 4096))]
+    #[pyo3(signature = (
+        queries, radius, *, complexity = 32, beam_width = 4, threads = None, in_flight = 16,
+        phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn range_search<'py>(
         slf: &Bound<'py, Self>,
@@ -550,6 +592,9 @@ impl Index {
         in_flight: i64,
         phi: f32,
         max_complexity: i64,
+        page_search: Option<bool>,
+        pipeline: Option<bool>,
+        prune_ratio: f32,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let params = SearchParams {
@@ -561,7 +606,7 @@ impl Index {
             radius: Some(radius),
             range_phi: phi,
             range_max_complexity: count("max_complexity", max_complexity, 1)?,
-            ..SearchParams::for_profile(&this.inner.manifest.profile)
+            ..this.starling_options(page_search, pipeline, prune_ratio)
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py

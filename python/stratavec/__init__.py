@@ -59,6 +59,8 @@ def build_index(
     seed: int = 42,
     threads: Optional[int] = None,
     profile: str = "diskann",
+    shuffle: Optional[str] = None,
+    nav_sample: float = 0.0,
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -101,14 +103,23 @@ def build_index(
         Build threads (default: all cores). The index is the same for any
         value.
     profile : str
-        Named composition of techniques; ``"diskann"`` is the one built today.
+        Named composition of techniques: ``"diskann"`` (id-order pages) or
+        ``"starling"`` (records shuffled into blocks with their neighbours,
+        searched block by block; Starling, SIGMOD 2024).
+    shuffle : {"none", "bnp", "bnf", "bns"}, optional
+        Block shuffling; default ``"bnf"`` for ``starling``, ``"none"``
+        otherwise.
+    nav_sample : float
+        Share of the vectors (0 to 0.5) sampled into an in-memory navigation
+        graph that picks each query's entry points (Starling §4.3); 0: none.
 
     Returns
     -------
     dict
         The build report: ``n``, ``dim``, ``threads``, ``stages`` (stage name
         -> seconds), ``total_s``, ``peak_rss_bytes``, ``index_bytes`` and
-        ``graph_mean_degree``.
+        ``graph_mean_degree``; for a shuffled layout also ``shuffle``: the
+        overlap ratio OR(G) of id order and after each stage.
 
     Raises
     ------
@@ -134,6 +145,8 @@ def build_index(
         seed=seed,
         threads=threads,
         profile=profile,
+        shuffle=shuffle,
+        nav_sample=float(nav_sample),
     )
 
 
@@ -161,8 +174,9 @@ class Index:
         index_dir: PathLike,
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
+        navigation_graph: bool = True,
     ) -> None:
-        self._index = _stratavec.Index.open(index_dir, memory_budget_mb, io)
+        self._index = _stratavec.Index.open(index_dir, memory_budget_mb, io, navigation_graph)
 
     @classmethod
     def open(
@@ -170,6 +184,7 @@ class Index:
         index_dir: PathLike,
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
+        navigation_graph: bool = True,
     ) -> "Index":
         """Open the index in ``index_dir``.
 
@@ -186,6 +201,10 @@ class Index:
             I/O backend. ``"auto"`` picks io_uring with O_DIRECT when the
             machine allows it and falls back otherwise; ``"ram"`` reads the
             whole index into memory (for tests and small indexes).
+        navigation_graph : bool
+            Start searches from the index's navigation graph, if it has one
+            (Starling §4.3). ``False`` starts from the medoid and gives the
+            graph's memory to the node cache instead.
 
         Raises
         ------
@@ -195,7 +214,7 @@ class Index:
             The index is corrupt, truncated, from a newer stratavec, or the
             budget is too small.
         """
-        return cls(index_dir, memory_budget_mb, io)
+        return cls(index_dir, memory_budget_mb, io, navigation_graph)
 
     @property
     def dim(self) -> int:
@@ -256,6 +275,9 @@ class Index:
         in_flight: int = 16,
         phi: float = 0.5,
         max_complexity: int = 4096,
+        page_search: Optional[bool] = None,
+        pipeline: Optional[bool] = None,
+        prune_ratio: float = 0.3,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every indexed vector within ``radius`` of each query, like faiss.
 
@@ -264,6 +286,8 @@ class Index:
         list of ``complexity`` and doubles it while at least the share
         ``phi`` of it lies within the radius, up to ``max_complexity``
         (Starling's range search; candidates are resumed, never re-searched).
+        ``page_search``, ``pipeline`` and ``prune_ratio`` are as in
+        :meth:`search`.
 
         Returns
         -------
@@ -282,6 +306,9 @@ class Index:
             in_flight=in_flight,
             phi=phi,
             max_complexity=max_complexity,
+            page_search=page_search,
+            pipeline=pipeline,
+            prune_ratio=float(prune_ratio),
         )
 
     def search(
@@ -294,6 +321,9 @@ class Index:
         threads: Optional[int] = None,
         in_flight: int = 16,
         return_stats: bool = False,
+        page_search: Optional[bool] = None,
+        pipeline: Optional[bool] = None,
+        prune_ratio: float = 0.3,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -320,6 +350,15 @@ class Index:
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
             ``estimated``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
             ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``.
+        page_search : bool, optional
+            Block search (Starling §4.2): every record of each page read
+            gets an exact distance, and the closest ``prune_ratio`` share of
+            them are expanded too. Default: on for ``starling`` indexes.
+        pipeline : bool, optional
+            Issue the next reads before the work that does not route the
+            search (Starling §4.2). Default: on for ``starling`` indexes.
+        prune_ratio : float
+            Block search's pruning ratio σ, in [0, 1].
 
         Returns
         -------
@@ -351,6 +390,9 @@ class Index:
             threads=threads,
             in_flight=in_flight,
             return_stats=return_stats,
+            page_search=page_search,
+            pipeline=pipeline,
+            prune_ratio=float(prune_ratio),
         )
 
     def __repr__(self) -> str:

@@ -21,6 +21,8 @@ def build_index(
     seed: int = 42,
     threads: Optional[int] = None,
     profile: str = "diskann",
+    shuffle: Optional[str] = None,
+    nav_sample: float = 0.0,
 ) -> Dict[str, Any]: ...
 
 class Index:
@@ -29,6 +31,7 @@ class Index:
         index_dir: Union[str, os.PathLike[str]],
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
+        navigation_graph: bool = True,
     ) -> Index: ...
     @property
     def dim(self) -> int: ...
@@ -59,6 +62,9 @@ class Index:
         in_flight: int = ...,
         phi: float = ...,
         max_complexity: int = ...,
+        page_search: Optional[bool] = ...,
+        pipeline: Optional[bool] = ...,
+        prune_ratio: float = ...,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def search(
         self,
@@ -70,4 +76,7 @@ class Index:
         threads: Optional[int] = None,
         in_flight: int = 16,
         return_stats: bool = False,
+        page_search: Optional[bool] = None,
+        pipeline: Optional[bool] = None,
+        prune_ratio: float = 0.3,
     ) -> Tuple[Any, ...]: ...

@@ -474,3 +474,34 @@ def test_range_search_matches_brute_force(tmp_path):
         found += len(set(got) & want)
         truth += len(want)
     assert found / truth >= 0.9
+
+
+# --------------------------------------------------------------------------
+# The starling profile and its switches
+
+
+def test_starling_profile_switches(tmp_path, data):
+    x, q = data
+    truth = brute_force(x, q, K)
+    r = stratavec.build_index(x, tmp_path / "s", profile="starling", nav_sample=0.05, **BUILD)
+    assert r["shuffle"]["stages"][-1][0] == "bnf"
+    idx = stratavec.Index.open(tmp_path / "s", memory_budget_mb=2.0)
+    assert idx.profile == "starling" and "map" in idx.memory() and "nav" in idx.memory()
+    results = {}
+    for page_search in (None, False, True):
+        for pipeline in (None, False, True):
+            _, I = idx.search(q, K, complexity=40, page_search=page_search, pipeline=pipeline)
+            results[(page_search, pipeline)] = I
+            assert recall(I, truth) >= 0.9, (page_search, pipeline)
+    # The profile's default is block search with the pipeline.
+    assert np.array_equal(results[(None, None)], results[(True, True)])
+    lims, D, I = idx.range_search(q[:5], 10.0, page_search=False)
+    assert lims.shape == (6,) and len(I) == lims[-1]
+    plain = stratavec.Index.open(tmp_path / "s", memory_budget_mb=2.0, navigation_graph=False)
+    assert "nav" not in plain.memory()
+    _, I = plain.search(q, K, complexity=40)
+    assert recall(I, truth) >= 0.9
+    with pytest.raises(ValueError, match="prune_ratio"):
+        idx.search(q, K, prune_ratio=1.5)
+    with pytest.raises(ValueError, match="shuffle"):
+        stratavec.build_index(x, tmp_path / "bad", shuffle="bnq", **BUILD)

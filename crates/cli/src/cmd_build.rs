@@ -56,11 +56,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let shuffle = a.shuffle.unwrap_or(if a.profile == "starling" {
-        stratavec::layout::shuffle::Shuffle::Bnf
-    } else {
-        stratavec::layout::shuffle::Shuffle::None
-    });
+    let base = BuildParams::for_profile(&a.profile);
+    let shuffle = a.shuffle.unwrap_or(base.shuffle);
     let params = BuildParams {
         shuffle,
         shuffle_iterations: a.shuffle_iterations,
@@ -74,7 +71,7 @@ pub fn run(a: Args) -> Result<()> {
         pq_bytes: a.pq_bytes,
         page_size: a.page_size,
         seed: a.seed,
-        ..Default::default()
+        ..base
     };
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     let report =

@@ -76,6 +76,22 @@ fn default_shuffle_gain() -> f64 {
     0.01
 }
 
+impl BuildParams {
+    /// The defaults of a profile: the starling profile shuffles its records
+    /// with BNF (Starling §4.1); diskann keeps id order.
+    pub fn for_profile(profile: &str) -> Self {
+        BuildParams {
+            profile: profile.to_string(),
+            shuffle: if profile == "starling" {
+                Shuffle::Bnf
+            } else {
+                Shuffle::None
+            },
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for BuildParams {
     fn default() -> Self {
         BuildParams {

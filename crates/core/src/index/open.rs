@@ -411,6 +411,13 @@ impl Index {
         if params.beam_width == 0 || params.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", params.beam_width));
         }
+        if !(0.0..=1.0).contains(&params.prune_ratio) {
+            return Err(Error::argument(
+                "prune_ratio (σ)",
+                "in [0, 1]",
+                params.prune_ratio,
+            ));
+        }
         if queries.is_empty() || !queries.len().is_multiple_of(dim) {
             return Err(Error::argument(
                 "queries",
