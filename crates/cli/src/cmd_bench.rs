@@ -53,7 +53,9 @@ pub struct Args {
     alpha: f32,
     #[arg(long, default_value_t = 48)]
     pq_bytes: usize,
-    /// Timed repeats per L (the median-QPS run is kept).
+    /// Timed rounds: each round sweeps every stratavec system once, in turn
+    /// (round-robin, so the machine's slow spells fall on all alike); per
+    /// system and L the median-QPS pass is kept.
     #[arg(long, default_value_t = 1)]
     repeats: usize,
     /// Seconds per device-ceiling measurement (0 skips it).
@@ -142,6 +144,7 @@ pub fn run(a: Args) -> Result<()> {
         .iter()
         .map(|p| variants::find(p))
         .collect::<Result<Vec<_>>>()?;
+    let mut opened = Vec::new();
     for variant in chosen {
         let params = BuildParams {
             profile: variant.profile.into(),
@@ -164,11 +167,11 @@ pub fn run(a: Args) -> Result<()> {
         let build = run::build_or_reuse(&base, &dir, &params, a.threads, a.rebuild)?;
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);
-        eprintln!("bench: sweeping {system} ({})", variant.about);
-        let v = run::sweep(&run::Sweep {
-            system: &system,
+        eprintln!("bench: opening {system} ({})", variant.about);
+        opened.push(run::open(run::Sweep {
+            system,
             dataset: &dataset,
-            index_dir: &dir,
+            index_dir: dir,
             queries: &queries,
             gt: &gt,
             k: a.k,
@@ -177,15 +180,29 @@ pub fn run(a: Args) -> Result<()> {
             threads: a.threads,
             in_flight: a.in_flight,
             budget_bytes: budget,
-            build: &build,
-            repeats: a.repeats,
+            build,
             page_search: variant.page_search,
             pipeline: variant.pipeline,
             navigation_graph: variant.nav,
             range: range.as_ref(),
-        })?;
-        emit(v, &mut rows)?;
+        })?);
     }
+    eprintln!(
+        "bench: sweeping {} system(s), {} round(s) round-robin",
+        opened.len(),
+        a.repeats.max(1)
+    );
+    for (o, v) in opened
+        .iter()
+        .zip(run::sweep_all(&opened, &a.sweep, a.repeats)?)
+    {
+        emit(v, &mut rows)?;
+        if o.s.range.is_some() {
+            eprintln!("bench: range search on {}", o.s.system);
+            emit(o.range_rows()?, &mut rows)?;
+        }
+    }
+    drop(opened);
     let repo = std::env::current_dir()?;
     for peer in &a.peers {
         eprintln!("bench: running peer {peer}");

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use stratavec::data::GroundTruth;
 use stratavec::index::Manifest;
-use stratavec::{BuildParams, Index, OpenOptions, SearchParams};
+use stratavec::{BatchResult, BuildParams, Index, OpenOptions, SearchParams};
 
 /// Builds `params` at `dir` unless a complete index with exactly these
 /// parameters is already there. Returns the build report as JSON.
@@ -65,9 +65,9 @@ pub fn build_or_reuse(
 }
 
 pub struct Sweep<'a> {
-    pub system: &'a str,
+    pub system: String,
     pub dataset: &'a str,
-    pub index_dir: &'a Path,
+    pub index_dir: std::path::PathBuf,
     pub queries: &'a [f32],
     pub gt: &'a GroundTruth,
     pub k: usize,
@@ -76,8 +76,7 @@ pub struct Sweep<'a> {
     pub threads: usize,
     pub in_flight: usize,
     pub budget_bytes: u64,
-    pub build: &'a Value,
-    pub repeats: usize,
+    pub build: Value,
     /// Block search, the pipeline and the navigation graph (Starling).
     pub page_search: bool,
     pub pipeline: bool,
@@ -86,7 +85,17 @@ pub struct Sweep<'a> {
     pub range: Option<&'a super::range::RangeSpec>,
 }
 
-pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
+/// One system opened and warmed, ready to be timed at any L.
+pub struct Opened<'a> {
+    pub s: Sweep<'a>,
+    index: Index,
+    warm: SearchParams,
+}
+
+/// Opens the index of `s` within its budget and runs one discarded pass,
+/// which warms the host's cache of the device as the peers' own warm-up
+/// does, so no system pays for being measured first.
+pub fn open(s: Sweep) -> Result<Opened> {
     let opts = OpenOptions {
         memory_budget_bytes: Some(s.budget_bytes),
         reserve_threads: s.threads,
@@ -95,17 +104,7 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         navigation_graph: s.navigation_graph,
         ..Default::default()
     };
-    let index = Index::open(s.index_dir, &opts)?;
-    let nq = s.gt.nq;
-    let mem: serde_json::Map<String, Value> = index
-        .memory()
-        .parts
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    let index_bytes: u64 = index.manifest.files.values().map(|f| f.bytes).sum();
-    // One discarded pass warms the host's cache of the device as the peers'
-    // own warm-up does, so no system pays for being measured first.
+    let index = Index::open(&s.index_dir, &opts)?;
     let warm = SearchParams {
         k: s.k,
         complexity: s.ls[0].max(s.k),
@@ -117,42 +116,64 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
         ..Default::default()
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
-    let mut rows = Vec::new();
-    for &l in s.ls {
+    Ok(Opened { s, index, warm })
+}
+
+impl Opened<'_> {
+    /// One timed pass over all queries at list size `l`.
+    pub fn run(&self, l: usize) -> Result<BatchResult> {
         let params = SearchParams {
-            complexity: l.max(s.k),
-            ..warm.clone()
+            complexity: l.max(self.s.k),
+            ..self.warm.clone()
         };
-        // Repeats: keep the run with the median QPS (recall and reads are
-        // identical across repeats; only time varies).
-        let mut runs = Vec::new();
-        for _ in 0..s.repeats.max(1) {
-            runs.push(index.search_batch(s.queries, index.dim(), &params)?);
-        }
+        Ok(self
+            .index
+            .search_batch(self.s.queries, self.index.dim(), &params)?)
+    }
+
+    /// The row of L = `l` from its timed passes: the one with the median QPS
+    /// (recall and reads are identical across passes; only time varies).
+    pub fn row(&self, l: usize, mut runs: Vec<BatchResult>) -> Result<Value> {
+        let s = &self.s;
+        let index = &self.index;
         runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
         let res = &runs[runs.len() / 2];
         let m = serde_json::to_value(measure(res, Some(s.gt), s.k)?)?;
+        let mem: serde_json::Map<String, Value> = index
+            .memory()
+            .parts
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        let index_bytes: u64 = index.manifest.files.values().map(|f| f.bytes).sum();
         let mut row = json!({
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
-            "n": index.len(), "d": index.dim(), "nq": nq,
+            "n": index.len(), "d": index.dim(), "nq": s.gt.nq,
             "latency_mode": "in-batch (admission to completion, in_flight queries per thread)",
             "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
             "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
-            "simd": stratavec_simd::kernel_name(), "repeats": s.repeats.max(1),
+            "simd": stratavec_simd::kernel_name(), "repeats": runs.len(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
         });
         if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
             row.extend(m);
         }
-        rows.push(row);
+        Ok(row)
     }
-    if let Some(spec) = s.range {
+
+    /// Range search rows (AP against exact range ground truth), if asked.
+    pub fn range_rows(&self) -> Result<Vec<Value>> {
+        let s = &self.s;
+        let Some(spec) = s.range else {
+            return Ok(Vec::new());
+        };
+        let index = &self.index;
         let common = json!({
             "system": s.system, "label": s.system, "dataset": s.dataset, "n": index.len(),
-            "d": index.dim(), "nq": nq, "radius": spec.radius, "range_phi": spec.phi,
+            "d": index.dim(), "nq": s.gt.nq, "radius": spec.radius, "range_phi": spec.phi,
             "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
             "memory_bytes": index.memory().total(), "memory_budget_bytes": s.budget_bytes,
         });
@@ -162,9 +183,34 @@ pub fn sweep(s: &Sweep) -> Result<Vec<Value>> {
             }
             v
         };
-        rows.extend(super::range::sweep(
-            &index, s.queries, &warm, s.ls, spec, &tag,
-        )?);
+        super::range::sweep(index, s.queries, &self.warm, s.ls, spec, &tag)
     }
-    Ok(rows)
+}
+
+/// Times every system at every L, `repeats` rounds, round-robin: round r
+/// runs each system's whole sweep before round r+1 starts, so a slow
+/// spell of a shared machine falls on all systems alike instead of on
+/// whichever was being measured. Returns each system's rows, in order.
+pub fn sweep_all(systems: &[Opened], ls: &[usize], repeats: usize) -> Result<Vec<Vec<Value>>> {
+    let mut runs: Vec<Vec<Vec<BatchResult>>> = systems
+        .iter()
+        .map(|_| ls.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for _ in 0..repeats.max(1) {
+        for (i, o) in systems.iter().enumerate() {
+            for (j, &l) in ls.iter().enumerate() {
+                runs[i][j].push(o.run(l)?);
+            }
+        }
+    }
+    systems
+        .iter()
+        .zip(runs)
+        .map(|(o, per_l)| {
+            ls.iter()
+                .zip(per_l)
+                .map(|(&l, r)| o.row(l, r))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect()
 }
