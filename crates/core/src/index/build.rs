@@ -367,7 +367,7 @@ pub fn build_index(
                 &mut w,
                 graph.medoid,
                 &assignment,
-                &|id| graph.lists[id as usize].clone(),
+                &graph.lists,
                 &vector_bytes,
             )
             .and_then(|_| w.flush())

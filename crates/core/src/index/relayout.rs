@@ -97,13 +97,7 @@ pub fn relayout(
         std::fs::File::create(&pages_path).at("create", &pages_path)?,
     );
     layout
-        .write(
-            &mut w,
-            medoid,
-            &assignment,
-            &|id| lists[id as usize].clone(),
-            &vector_bytes,
-        )
+        .write(&mut w, medoid, &assignment, &lists, &vector_bytes)
         .and_then(|_| w.flush())
         .at("write", &pages_path)?;
     drop(w);

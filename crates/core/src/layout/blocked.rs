@@ -90,7 +90,7 @@ impl BlockedLayout {
         out: &mut W,
         medoid: u32,
         assignment: &BlockAssignment,
-        neighbors: &dyn Fn(u32) -> Vec<u32>,
+        neighbors: &[Vec<u32>],
         vector_bytes: &dyn Fn(u32, &mut [u8]),
     ) -> std::io::Result<()> {
         let header = PagesHeader {
@@ -121,7 +121,7 @@ impl BlockedLayout {
                 write_record(
                     &mut page[s..s + self.record_bytes],
                     &vec_buf,
-                    &neighbors(id),
+                    &neighbors[id as usize],
                     self.max_degree,
                 );
             }
@@ -227,7 +227,7 @@ mod tests {
             let (assignment, _) = shuffle(&lists, per_block, &p);
             let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.positions(), per_block);
             let mut file = vec![];
-            blocked.write(&mut file, 0, &assignment, &|id| lists[id as usize].clone(), &vb).unwrap();
+            blocked.write(&mut file, 0, &assignment, &lists, &vb).unwrap();
             prop_assert_eq!(file.len() as u64, blocked.file_bytes());
 
             let mut records = vec![];
