@@ -406,7 +406,58 @@ fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Boun
     d.set_item("io_backend", &r.io_backend)?;
     d.set_item("proc_read_bytes", r.proc_read_bytes)?;
     d.set_item("failed", r.failed())?;
+    let errors = PyDict::new(py);
+    for (qi, e) in r.errors.iter().enumerate() {
+        if let Some(e) = e {
+            errors.set_item(qi, e)?;
+        }
+    }
+    d.set_item("errors", errors)?;
     Ok(d)
+}
+
+/// What a batch does about queries that failed (a read error, a corrupt
+/// record): `"raise"` raises `OSError` for the batch; `"mask"` returns the
+/// others, leaves the failed ones empty and warns (`RuntimeWarning`) with the
+/// count and the first error. Either way only those queries are lost.
+fn check_failures(py: Python<'_>, res: &BatchResult, nq: usize, mask: bool) -> PyResult<()> {
+    let failed = res.failed();
+    if failed == 0 {
+        return Ok(());
+    }
+    let first = res
+        .errors
+        .iter()
+        .flatten()
+        .next()
+        .cloned()
+        .unwrap_or_default();
+    if !mask {
+        return Err(PyOSError::new_err(format!(
+            "{failed} of {nq} queries failed; first error: {first}"
+        )));
+    }
+    let msg = std::ffi::CString::new(format!(
+        "{failed} of {nq} queries failed and have no results; first error: {first}"
+    ))
+    .unwrap_or_default();
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+        &msg,
+        1,
+    )
+}
+
+/// `on_error`: true for "mask", false for "raise".
+fn on_error_mask(on_error: &str) -> PyResult<bool> {
+    match on_error {
+        "raise" => Ok(false),
+        "mask" => Ok(true),
+        other => Err(PyValueError::new_err(format!(
+            "on_error: expected \"raise\" or \"mask\", found {other:?}"
+        ))),
+    }
 }
 
 #[pymethods]
@@ -506,7 +557,7 @@ impl Index {
     #[pyo3(signature = (
         queries, k = 10, *, complexity = 64, beam_width = 4, threads = None,
         in_flight = 16, return_stats = false, page_search = None, pipeline = None,
-        prune_ratio = 0.3
+        prune_ratio = 0.3, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -522,11 +573,13 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
+        on_error: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // Negative numbers are refused here; zero and out-of-range values go
         // to the engine, whose messages name the valid range.
         let k = count("k", k, 0)?;
+        let mask = on_error_mask(on_error)?;
         let params = SearchParams {
             k,
             // L below k cannot return k results; raise it rather than fail.
@@ -540,29 +593,25 @@ impl Index {
         let res = py
             .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
-        let failed = res.failed();
-        if failed > 0 {
-            let first = res
-                .errors
-                .iter()
-                .flatten()
-                .next()
-                .cloned()
-                .unwrap_or_default();
-            return Err(PyOSError::new_err(format!(
-                "{failed} of {nq} queries failed; first error: {first}"
-            )));
-        }
-        let ids: Vec<i64> = res
+        check_failures(py, &res, nq, mask)?;
+        let mut ids: Vec<i64> = res
             .ids
             .iter()
             .map(|&i| if i == u32::MAX { -1 } else { i as i64 })
             .collect();
+        let mut dists = res.dists.clone();
+        // A failed query's partial list is not a result: its row is empty.
+        for (qi, e) in res.errors.iter().enumerate() {
+            if e.is_some() {
+                ids[qi * k..(qi + 1) * k].fill(-1);
+                dists[qi * k..(qi + 1) * k].fill(f32::INFINITY);
+            }
+        }
         let shape = (nq, k);
         let ids = Array2::from_shape_vec(shape, ids)
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .into_pyarray(py);
-        let dists = Array2::from_shape_vec(shape, res.dists.clone())
+        let dists = Array2::from_shape_vec(shape, dists)
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .into_pyarray(py);
         if return_stats {
@@ -578,7 +627,8 @@ impl Index {
     /// `I[lims[i]:lims[i+1]]`, nearest first.
     #[pyo3(signature = (
         queries, radius, *, complexity = 32, beam_width = 4, threads = None, in_flight = 16,
-        phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3
+        phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3,
+        on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn range_search<'py>(
@@ -595,8 +645,10 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
+        on_error: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
+        let mask = on_error_mask(on_error)?;
         let params = SearchParams {
             k: 1,
             complexity: count("complexity", complexity, 1)?,
@@ -612,17 +664,14 @@ impl Index {
         let res = py
             .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
-        if let Some(first) = res.errors.iter().flatten().next() {
-            return Err(PyOSError::new_err(format!(
-                "{} of {nq} queries failed; first error: {first}",
-                res.failed()
-            )));
-        }
+        check_failures(py, &res, nq, mask)?;
         let mut lims = vec![0i64];
         let (mut ids, mut dists) = (Vec::new(), Vec::new());
-        for r in &res.ranges {
-            ids.extend(r.iter().map(|e| e.0 as i64));
-            dists.extend(r.iter().map(|e| e.1));
+        for (r, e) in res.ranges.iter().zip(&res.errors) {
+            if e.is_none() {
+                ids.extend(r.iter().map(|e| e.0 as i64));
+                dists.extend(r.iter().map(|e| e.1));
+            }
             lims.push(ids.len() as i64);
         }
         PyTuple::new(

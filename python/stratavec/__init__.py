@@ -278,6 +278,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        on_error: str = "raise",
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every indexed vector within ``radius`` of each query, like faiss.
 
@@ -286,8 +287,8 @@ class Index:
         list of ``complexity`` and doubles it while at least the share
         ``phi`` of it lies within the radius, up to ``max_complexity``
         (Starling's range search; candidates are resumed, never re-searched).
-        ``page_search``, ``pipeline`` and ``prune_ratio`` are as in
-        :meth:`search`.
+        ``page_search``, ``pipeline``, ``prune_ratio`` and ``on_error`` are
+        as in :meth:`search` (a masked query has an empty slice).
 
         Returns
         -------
@@ -309,6 +310,7 @@ class Index:
             page_search=page_search,
             pipeline=pipeline,
             prune_ratio=float(prune_ratio),
+            on_error=on_error,
         )
 
     def search(
@@ -324,6 +326,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        on_error: str = "raise",
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -349,7 +352,8 @@ class Index:
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
             ``estimated``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
-            ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``.
+            ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``,
+            and ``errors`` (query index -> message, for failed queries).
         page_search : bool, optional
             Block search (Starling §4.2): every record of each page read
             gets an exact distance, and the closest ``prune_ratio`` share of
@@ -359,6 +363,13 @@ class Index:
             search (Starling §4.2). Default: on for ``starling`` indexes.
         prune_ratio : float
             Block search's pruning ratio σ, in [0, 1].
+        on_error : {"raise", "mask"}
+            What a query whose read failed (or whose record is corrupt)
+            does to the batch. ``"raise"``: ``OSError`` for the batch.
+            ``"mask"``: the other queries' results are returned, the failed
+            rows hold ``-1``/``inf``, and a ``RuntimeWarning`` gives the
+            count and the first error (``stats["errors"]`` has them all).
+            Either way no other query is affected.
 
         Returns
         -------
@@ -379,8 +390,8 @@ class Index:
         TypeError
             An unsupported dtype.
         OSError
-            Reads failed for some queries (the message says how many and
-            gives the first error).
+            Reads failed for some queries and ``on_error="raise"`` (the
+            message says how many and gives the first error).
         """
         return self._index.search(
             queries,
@@ -393,6 +404,7 @@ class Index:
             page_search=page_search,
             pipeline=pipeline,
             prune_ratio=float(prune_ratio),
+            on_error=on_error,
         )
 
     def __repr__(self) -> str:

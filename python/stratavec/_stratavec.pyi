@@ -65,6 +65,7 @@ class Index:
         page_search: Optional[bool] = ...,
         pipeline: Optional[bool] = ...,
         prune_ratio: float = ...,
+        on_error: str = ...,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def search(
         self,
@@ -79,4 +80,5 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        on_error: str = "raise",
     ) -> Tuple[Any, ...]: ...

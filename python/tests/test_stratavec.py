@@ -357,6 +357,41 @@ def test_io_error_fails_queries(tmp_path, data):
         f.truncate(4096)  # after open: reads past the header now fail
     with pytest.raises(OSError, match=r"^20 of 20 queries failed; first error: .*pages.bin"):
         index.search(q[:20], K)
+    with pytest.raises(ValueError, match=r'on_error: expected "raise" or "mask", found "ignore"'):
+        index.search(q[:20], K, on_error="ignore")
+
+
+def test_on_error_mask_keeps_the_queries_that_succeeded(tmp_path):
+    # Two far-apart clusters, ids 0..1499 and 1500..1999; the second one's
+    # records are cut off the pages file, so only queries that go there fail.
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2000, DIM)).astype(np.float32)
+    x[1500:, 0] += 100.0
+    q = rng.normal(size=(40, DIM)).astype(np.float32)
+    q[::4, 0] += 100.0  # every 4th query is near the second cluster
+    stratavec.build_index(x, tmp_path / "t", **BUILD)
+    index = stratavec.Index.open(tmp_path / "t")  # no cache: every query reads
+    want_d, want_i = index.search(q, K)
+    per_page = 4096 // (DIM * 4 + 4 + 4 * BUILD["graph_degree"])
+    assert 1500 % per_page == 0
+    with open(tmp_path / "t" / "pages.bin", "r+b") as f:
+        f.truncate((1 + 1500 // per_page) * 4096)  # header page + the first cluster
+    with pytest.warns(RuntimeWarning, match=r"queries failed and have no results; first error: .*pages.bin"):
+        d, i, st = index.search(q, K, on_error="mask", return_stats=True)
+    failed = sorted(st["errors"])
+    assert failed == list(range(0, 40, 4))
+    assert st["failed"] == len(failed)
+    for qi in range(40):
+        if qi in st["errors"]:
+            assert (i[qi] == -1).all() and np.isinf(d[qi]).all()
+            assert "pages.bin" in st["errors"][qi]
+        else:  # untouched by the others' failures
+            np.testing.assert_array_equal(i[qi], want_i[qi])
+    with pytest.warns(RuntimeWarning):
+        lims, rd, ri = index.range_search(q, float(np.median(want_d[:, -1])), on_error="mask")
+    for qi in range(40):
+        got = ri[lims[qi] : lims[qi + 1]]
+        assert len(got) == 0 if qi in failed else (got < 1500).all()
 
 
 def test_build_bad_input(tmp_path):
