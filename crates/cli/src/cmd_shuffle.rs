@@ -1,12 +1,14 @@
 use anyhow::Result;
 use std::path::PathBuf;
-use stratavec::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
+use stratavec::layout::blocked;
+use stratavec::layout::shuffle::{shuffle, Capacity, Shuffle, ShuffleParams};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// An index directory (its graph is read from pages.bin).
     index_dir: PathBuf,
-    /// Records per block (default: what the index's pages hold).
+    /// Equal records per block, as with fixed-size records (default: the
+    /// blocked layout's packed records, as many as fit each page).
     #[arg(long)]
     per_block: Option<usize>,
     /// Shuffles to report, each starting from BNP where the paper does.
@@ -26,7 +28,10 @@ pub struct Args {
 /// layout and after each shuffle, with its time.
 pub fn run(a: Args) -> Result<()> {
     let (layout, _, lists) = stratavec::index::graph_file::read_graph(&a.index_dir)?;
-    let per_block = a.per_block.unwrap_or(layout.nodes_per_page.max(1));
+    let cap = match a.per_block {
+        Some(k) => Capacity::slots(k),
+        None => blocked::capacity(layout.page_size, layout.dim, layout.dtype, &lists)?,
+    };
     for &method in &a.methods {
         let p = ShuffleParams {
             method,
@@ -34,9 +39,10 @@ pub fn run(a: Args) -> Result<()> {
             gain_threshold: a.gain,
         };
         let t = std::time::Instant::now();
-        let (assignment, report) = shuffle(&lists, per_block, &p);
+        let (assignment, report) = shuffle(&lists, &cap, &p);
         let total = t.elapsed().as_secs_f64();
         assignment.validate().map_err(anyhow::Error::msg)?;
+        let per_block = lists.len() as f64 / assignment.blocks().max(1) as f64;
         if a.json {
             println!(
                 "{}",
@@ -50,7 +56,7 @@ pub fn run(a: Args) -> Result<()> {
                 .map(|(s, or, t)| format!("{s} OR={or:.4} ({t:.2} s)"))
                 .collect();
             println!(
-                "{method}: {} records/block, OR(G) id order {:.4}; {}",
+                "{method}: {:.2} records/block, OR(G) id order {:.4}; {}",
                 per_block,
                 report.id_order,
                 stages.join(", ")

@@ -41,8 +41,10 @@ fn shuffled_index_finds_neighbours_with_fewer_reads() {
     let id_or = report["shuffle"]["id_order"].as_f64().unwrap();
     let stages = report["shuffle"]["stages"].as_array().unwrap();
     let bnf_or = stages.last().unwrap()[1].as_f64().unwrap();
+    // ~35 packed 16-d records per block: OR(G), a share of the block, is
+    // small even when each node has a few neighbours beside it.
     assert!(
-        bnf_or > id_or + 0.1,
+        bnf_or > 5.0 * id_or,
         "OR(G) id order {id_or}, after BNF {bnf_or}"
     );
 
@@ -76,16 +78,15 @@ fn corrupt_map_is_refused_with_its_name() {
     build_f32(&dir, &base, DIM, &starling_params(), 1);
     let map = dir.join("map.bin");
     let mut bytes = std::fs::read(&map).unwrap();
-    // Node 1 takes node 0's position: two records in one slot.
-    let p0: [u8; 4] = bytes[20..24].try_into().unwrap();
-    bytes[24..28].copy_from_slice(&p0);
+    // Node 1 in a block past the end of pages.bin.
+    bytes[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&map, &bytes).unwrap();
     let err = Index::open(&dir, &OpenOptions::default())
         .err()
         .expect("must fail")
         .to_string();
     assert!(
-        err.contains("map.bin") && err.contains("position of node 1"),
+        err.contains("map.bin") && err.contains("block of node 1"),
         "{err}"
     );
 }

@@ -341,7 +341,7 @@ pub fn build_index(
             .at("write", &pages_path)?;
         coupled.name()
     } else {
-        let per_block = blocked::shuffle_capacity(params.page_size, coupled.record_bytes)?;
+        let cap = blocked::capacity(params.page_size, dim, dtype, &graph.lists)?;
         let t = Instant::now();
         progress.stage("shuffle blocks", 0);
         let sp = ShuffleParams {
@@ -349,18 +349,17 @@ pub fn build_index(
             iterations: params.shuffle_iterations,
             gain_threshold: params.shuffle_gain,
         };
-        let (assignment, shuffle_report) = pool.install(|| shuffle(&graph.lists, per_block, &sp));
+        let (assignment, shuffle_report) = pool.install(|| shuffle(&graph.lists, &cap, &sp));
         progress.finish();
         stage("shuffle", t);
         report.shuffle = Some(shuffle_report);
-        let positions = assignment.positions();
         let layout = BlockedLayout::new(
             params.page_size,
             dim,
             dtype,
             params.graph_degree,
-            positions,
-            per_block,
+            assignment.block_of.clone(),
+            assignment.blocks(),
         );
         layout
             .write(
@@ -374,7 +373,7 @@ pub fn build_index(
             .at("write", &pages_path)?;
         let map_path = staging.dir.join("map.bin");
         write_file(&map_path, |w| {
-            position_map::write(w, per_block, &layout.position)
+            position_map::write(w, layout.blocks(), &layout.block_of)
         })?;
         extra_files.push("map.bin");
         layout.name()

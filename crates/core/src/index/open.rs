@@ -191,26 +191,15 @@ impl Index {
             "coupled" => Box::new(CoupledLayout::from_header(&header)),
             "blocked" => {
                 let map_path = check_file_size(&manifest, &dir, "map.bin")?;
-                let (per_block, positions) = position_map::read(&map_path, manifest.n)?;
-                let rb = CoupledLayout::from_header(&header).record_bytes;
-                if per_block > crate::layout::blocked::records_per_block(page_size, rb) {
-                    return Err(Error::index(
-                        &map_path,
-                        "records per block",
-                        format!(
-                            "at most {} for {page_size}-byte pages",
-                            crate::layout::blocked::records_per_block(page_size, rb)
-                        ),
-                        per_block,
-                    ));
-                }
+                let blocks = header.pages.saturating_sub(1) as usize;
+                let block_of = position_map::read(&map_path, manifest.n, blocks)?;
                 Box::new(BlockedLayout::new(
                     page_size,
                     header.dim as usize,
                     header.dtype,
                     header.max_degree as usize,
-                    positions,
-                    per_block,
+                    block_of,
+                    blocks,
                 ))
             }
             other => {

@@ -48,14 +48,14 @@ pub fn relayout(
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
     stages.push(("read graph".to_string(), t.elapsed().as_secs_f64()));
-    let per_block = blocked::shuffle_capacity(coupled.page_size, coupled.record_bytes)?;
+    let cap = blocked::capacity(coupled.page_size, coupled.dim, coupled.dtype, &lists)?;
     let staging = Staging::new(dst)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
         .map_err(|e| Error::argument("threads", "a thread pool", e))?;
     let t = Instant::now();
-    let (assignment, report) = pool.install(|| shuffle(&lists, per_block, params));
+    let (assignment, report) = pool.install(|| shuffle(&lists, &cap, params));
     stages.push(("shuffle".to_string(), t.elapsed().as_secs_f64()));
 
     let t = Instant::now();
@@ -64,8 +64,8 @@ pub fn relayout(
         coupled.dim,
         coupled.dtype,
         coupled.max_degree,
-        assignment.positions(),
-        per_block,
+        assignment.block_of.clone(),
+        assignment.blocks(),
     );
     let src_pages = src.join("pages.bin");
     let input = std::fs::File::open(&src_pages).at("open", &src_pages)?;
@@ -106,7 +106,7 @@ pub fn relayout(
     }
     let map_path = staging.dir.join("map.bin");
     let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
-    position_map::write(&mut mw, per_block, &layout.position)
+    position_map::write(&mut mw, layout.blocks(), &layout.block_of)
         .and_then(|_| mw.flush())
         .at("write", &map_path)?;
     drop(mw);

@@ -1,17 +1,22 @@
 //! Starling's shuffled block layout (§4.1): blocks of records chosen by a
 //! block shuffle, so one read brings a node and (ideally) its neighbours.
-//! Each block starts with a directory of the ids stored in it (u32, u32::MAX
-//! for an empty slot), so block search knows every record it was handed
-//! without an in-RAM position→id map; an id→position map (`map.bin`, 4 bytes
-//! per node, loaded at open and counted in memory) finds a node's block.
+//!
+//! Block format (one page): u16 record count c, c u32 ids (the directory, so
+//! block search knows every record it was handed without an in-RAM
+//! position→id map), then the c records back to back in the packed encoding
+//! ([`super::record`]: u16 degree, ids of ⌈log2 n⌉ bits), each as long as
+//! its degree needs. At 96-d float with R = 64 (mean degree 48) that is
+//! about 8 records per 4 KB block where fixed u32 slots hold 6. A node's
+//! block comes from the id→block map (`map.bin`, 4 bytes per node, loaded at
+//! open and counted in memory); its place in the block from the directory.
 //!
 //! Page 0 is the usual header; block b is page 1 + b. Records never span
-//! pages: a record larger than a page cannot share a block, so such indexes
-//! keep the coupled layout.
+//! pages: a block must hold at least two of the largest records, else the
+//! index keeps the coupled layout.
 
 use super::header::PagesHeader;
-use super::record::{write_record, NodeView};
-use super::shuffle::BlockAssignment;
+use super::record::{id_bits, packed_len, write_packed, NodeView};
+use super::shuffle::{BlockAssignment, Capacity};
 use super::{Layout, Span};
 use crate::data::DType;
 use std::io::Write;
@@ -23,32 +28,52 @@ pub struct BlockedLayout {
     pub dim: usize,
     pub dtype: DType,
     pub max_degree: usize,
-    pub record_bytes: usize,
-    /// Records per block.
-    pub per_block: usize,
-    /// Position of each node: block * per_block + slot.
-    pub position: Vec<u32>,
+    /// Bits of each stored neighbour id.
+    pub id_bits: u32,
+    /// Bytes of a record with `max_degree` neighbours (node cache slots).
+    pub max_record_bytes: usize,
+    /// Block of each node.
+    pub block_of: Vec<u32>,
+    pub blocks: usize,
+    /// All zero: what a record missing from its block reads as (a corrupt
+    /// page), a zero vector with no neighbours.
+    zero_record: Vec<u8>,
 }
 
-/// Records (and their directory entries) that fit a page, or 0.
-pub fn records_per_block(page_size: usize, record_bytes: usize) -> usize {
-    page_size / (record_bytes + 4)
-}
+/// Bytes of a block's record count.
+const COUNT_BYTES: usize = 2;
+/// Bytes of one directory entry.
+const DIR_BYTES: usize = 4;
 
-/// Records per block for a shuffle, which needs at least 2 (one record per
-/// page leaves nothing to place together).
-pub fn shuffle_capacity(page_size: usize, record_bytes: usize) -> crate::error::Result<usize> {
-    let per_block = records_per_block(page_size, record_bytes);
-    if per_block < 2 {
+/// What a block holds and what each node's record (with its directory
+/// entry) costs of it, for the shuffles; an error when a block cannot hold
+/// two of the largest records (one record per page leaves nothing to place
+/// together).
+pub fn capacity(
+    page_size: usize,
+    dim: usize,
+    dtype: DType,
+    lists: &[Vec<u32>],
+) -> crate::error::Result<Capacity> {
+    let vb = dim * dtype.size();
+    let bits = id_bits(lists.len());
+    let block = page_size - COUNT_BYTES;
+    let max_degree = lists.iter().map(Vec::len).max().unwrap_or(0);
+    let largest = DIR_BYTES + packed_len(vb, max_degree, bits);
+    if 2 * largest > block {
         return Err(crate::error::Error::argument(
             "shuffle",
             format!(
-                "pages that hold at least 2 records of {record_bytes} bytes (use --page-size 8192 or 16384)"
+                "pages that hold at least 2 records of {largest} bytes (use --page-size 8192 or 16384)"
             ),
-            format!("{per_block} per {page_size}-byte page"),
+            format!("{} per {page_size}-byte page", block / largest),
         ));
     }
-    Ok(per_block)
+    let cost = lists
+        .iter()
+        .map(|l| (DIR_BYTES + packed_len(vb, l.len(), bits)) as u16)
+        .collect();
+    Ok(Capacity::bytes(block, cost))
 }
 
 impl BlockedLayout {
@@ -57,34 +82,37 @@ impl BlockedLayout {
         dim: usize,
         dtype: DType,
         max_degree: usize,
-        position: Vec<u32>,
-        per_block: usize,
+        block_of: Vec<u32>,
+        blocks: usize,
     ) -> Self {
-        let record_bytes = dim * dtype.size() + 4 + 4 * max_degree;
-        assert!(per_block >= 1 && per_block <= records_per_block(page_size, record_bytes));
+        let n = block_of.len();
+        let bits = id_bits(n);
+        let max_record_bytes = packed_len(dim * dtype.size(), max_degree, bits);
         BlockedLayout {
             page_size,
-            n: position.len(),
+            n,
             dim,
             dtype,
             max_degree,
-            record_bytes,
-            per_block,
-            position,
+            id_bits: bits,
+            max_record_bytes,
+            block_of,
+            blocks,
+            zero_record: vec![0; max_record_bytes],
         }
     }
 
-    fn dir_bytes(&self) -> usize {
-        4 * self.per_block
-    }
-
     pub fn blocks(&self) -> usize {
-        self.n.div_ceil(self.per_block)
+        self.blocks
     }
 
-    /// Writes the pages file for `assignment`. `vector_bytes(id, out)` gives
-    /// the stored vector of node `id`. Blocks are written in order, one page
-    /// buffer at a time.
+    fn vector_bytes(&self) -> usize {
+        self.dim * self.dtype.size()
+    }
+
+    /// Writes the pages file for `assignment` (whose blocks must be this
+    /// layout's). `vector_bytes(id, out)` gives the stored vector of node
+    /// `id`. Blocks are written in order, one page buffer at a time.
     pub fn write<W: Write>(
         &self,
         out: &mut W,
@@ -93,6 +121,7 @@ impl BlockedLayout {
         neighbors: &[Vec<u32>],
         vector_bytes: &dyn Fn(u32, &mut [u8]),
     ) -> std::io::Result<()> {
+        assert_eq!(assignment.blocks(), self.blocks);
         let header = PagesHeader {
             layout: self.name().into(),
             page_size: self.page_size as u32,
@@ -101,45 +130,59 @@ impl BlockedLayout {
             dtype: self.dtype,
             max_degree: self.max_degree as u32,
             medoid,
-            pages: 1 + self.blocks() as u64,
+            pages: 1 + self.blocks as u64,
         };
         let mut page = vec![0u8; self.page_size];
         header.encode(&mut page);
         out.write_all(&page)?;
-        let vb = self.dim * self.dtype.size();
+        let vb = self.vector_bytes();
         let mut vec_buf = vec![0u8; vb];
         for members in &assignment.members {
             page.fill(0);
-            for slot in 0..self.per_block {
-                let id = members.get(slot).copied().unwrap_or(u32::MAX);
-                page[4 * slot..4 * slot + 4].copy_from_slice(&id.to_le_bytes());
-                if id == u32::MAX {
-                    continue;
+            page[..COUNT_BYTES].copy_from_slice(&(members.len() as u16).to_le_bytes());
+            let mut at = COUNT_BYTES + DIR_BYTES * members.len();
+            for (slot, &id) in members.iter().enumerate() {
+                let d = COUNT_BYTES + DIR_BYTES * slot;
+                page[d..d + DIR_BYTES].copy_from_slice(&id.to_le_bytes());
+                let nbrs = &neighbors[id as usize];
+                let len = packed_len(vb, nbrs.len(), self.id_bits);
+                if at + len > self.page_size {
+                    return Err(std::io::Error::other(format!(
+                        "block of node {id}: records need more than {} bytes",
+                        self.page_size
+                    )));
                 }
                 vector_bytes(id, &mut vec_buf);
-                let s = self.dir_bytes() + slot * self.record_bytes;
-                write_record(
-                    &mut page[s..s + self.record_bytes],
-                    &vec_buf,
-                    &neighbors[id as usize],
-                    self.max_degree,
-                );
+                write_packed(&mut page[at..at + len], &vec_buf, nbrs, self.id_bits);
+                at += len;
             }
             out.write_all(&page)?;
         }
         Ok(())
     }
 
-    fn records_of_block<'a>(&self, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
-        out.clear();
-        for slot in 0..self.per_block {
-            let d = &bytes[4 * slot..4 * slot + 4];
-            let id = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
-            if id == u32::MAX || id as usize >= self.n {
-                continue;
+    /// Walks a block: (id, record) of each record, in directory order. A
+    /// count or degree that runs past the page (a corrupt page) ends the walk.
+    fn walk<'a>(&self, bytes: &'a [u8], mut visit: impl FnMut(u32, &'a [u8]) -> bool) {
+        if bytes.len() < COUNT_BYTES {
+            return;
+        }
+        let count = u16::from_le_bytes([bytes[0], bytes[1]]) as usize;
+        let vb = self.vector_bytes();
+        let mut at = COUNT_BYTES + DIR_BYTES * count;
+        for slot in 0..count {
+            let d = COUNT_BYTES + DIR_BYTES * slot;
+            if at + vb + 2 > bytes.len() {
+                return;
             }
-            let s = self.dir_bytes() + slot * self.record_bytes;
-            out.push((id, &bytes[s..s + self.record_bytes]));
+            let id = u32::from_le_bytes([bytes[d], bytes[d + 1], bytes[d + 2], bytes[d + 3]]);
+            let degree = u16::from_le_bytes([bytes[at + vb], bytes[at + vb + 1]]) as usize;
+            let len = packed_len(vb, degree.min(self.max_degree), self.id_bits);
+            let end = (at + len).min(bytes.len());
+            if id as usize >= self.n || !visit(id, &bytes[at..end]) {
+                return;
+            }
+            at += len;
         }
     }
 }
@@ -158,38 +201,48 @@ impl Layout for BlockedLayout {
     }
 
     fn span_of(&self, id: u32) -> Span {
-        let block = self.position[id as usize] as usize / self.per_block;
+        let block = self.block_of[id as usize] as usize;
         Span {
             offset: ((1 + block) * self.page_size) as u64,
             len: self.page_size as u32,
         }
     }
 
+    /// The largest record (node cache slots are this big).
     fn record_bytes(&self) -> usize {
-        self.record_bytes
+        self.max_record_bytes
     }
 
-    fn record_slice<'a>(&self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
-        let slot = self.position[id as usize] as usize % self.per_block;
-        let s = self.dir_bytes() + slot * self.record_bytes;
-        &bytes[s..s + self.record_bytes]
+    fn record_slice<'a>(&'a self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
+        let mut found: &'a [u8] = &self.zero_record;
+        self.walk(bytes, |rid, rec| {
+            if rid == id {
+                found = rec;
+            }
+            rid != id
+        });
+        found
     }
 
     fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a> {
-        NodeView::parse(record, self.dim * self.dtype.size(), self.max_degree)
+        NodeView::parse_packed(record, self.vector_bytes(), self.max_degree, self.id_bits)
     }
 
     fn block_records<'a>(&self, _target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
-        self.records_of_block(bytes, out)
+        out.clear();
+        self.walk(bytes, |id, rec| {
+            out.push((id, rec));
+            true
+        });
     }
 
     fn file_bytes(&self) -> u64 {
-        ((1 + self.blocks()) * self.page_size) as u64
+        ((1 + self.blocks) * self.page_size) as u64
     }
 
-    /// The id→position map.
+    /// The id→block map.
     fn resident_bytes(&self) -> usize {
-        self.position.capacity() * 4
+        self.block_of.capacity() * 4
     }
 }
 
@@ -204,8 +257,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// Round trip: every node's record read through the shuffled layout
-        /// equals the one read through id order, and every block's directory
-        /// lists exactly the records it holds.
+        /// holds the same vector and neighbours as the one read through id
+        /// order, and every block's directory lists exactly the records it
+        /// holds.
         #[test]
         fn shuffled_layout_returns_the_same_records_as_id_order(
             n in 1usize..200, dim in 1usize..64, deg in 1usize..24, seed in 0u64..1000,
@@ -221,11 +275,10 @@ mod tests {
             let mut id_file = vec![];
             coupled.write(&mut id_file, 0, &lists, &vb).unwrap();
 
-            let per_block = records_per_block(page, coupled.record_bytes);
-            prop_assume!(per_block >= 1);
+            let cap = capacity(page, dim, DType::F32, &lists).unwrap();
             let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0 };
-            let (assignment, _) = shuffle(&lists, per_block, &p);
-            let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.positions(), per_block);
+            let (assignment, _) = shuffle(&lists, &cap, &p);
+            let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.block_of.clone(), assignment.blocks());
             let mut file = vec![];
             blocked.write(&mut file, 0, &assignment, &lists, &vb).unwrap();
             prop_assert_eq!(file.len() as u64, blocked.file_bytes());
@@ -233,23 +286,58 @@ mod tests {
             let mut records = vec![];
             for id in 0..n as u32 {
                 let a = coupled.span_of(id);
-                let want = coupled.record_slice(id, &id_file[a.offset as usize..a.offset as usize + a.len as usize]);
+                let want = coupled.record(id, &id_file[a.offset as usize..a.offset as usize + a.len as usize]);
                 let b = blocked.span_of(id);
                 let bytes = &file[b.offset as usize..b.offset as usize + b.len as usize];
-                prop_assert_eq!(blocked.record_slice(id, bytes), want);
+                let got = blocked.record(id, bytes);
+                prop_assert_eq!(got.vector, want.vector);
+                prop_assert_eq!(got.neighbors().collect::<Vec<_>>(), want.neighbors().collect::<Vec<_>>());
                 blocked.block_records(id, bytes, &mut records);
-                prop_assert!(records.iter().any(|&(rid, rec)| rid == id && rec == want));
-                prop_assert!(records.len() <= per_block);
+                let members = &assignment.members[assignment.block_of[id as usize] as usize];
+                prop_assert_eq!(records.iter().map(|r| r.0).collect::<Vec<_>>(), members.clone());
             }
         }
     }
 
     #[test]
     fn records_per_block_for_the_papers_settings() {
-        // Starling Appendix C: 128-d u8, R = 48 -> 12 records per 4 KB block.
-        assert_eq!(records_per_block(4096, 128 + 4 + 48 * 4), 12);
-        // wordnet-minilm: 384-d f32, R = 64 -> 2; its 96-d PCA -> 6.
-        assert_eq!(records_per_block(4096, 384 * 4 + 4 + 64 * 4), 2);
-        assert_eq!(records_per_block(4096, 96 * 4 + 4 + 64 * 4), 6);
+        let per_block = |n: usize, dim: usize, dtype: DType, degree: usize| {
+            let lists = vec![(0..degree as u32).collect::<Vec<_>>(); n];
+            let cap = capacity(4096, dim, dtype, &lists).unwrap();
+            4094 / cap.cost(0) as usize
+        };
+        // Starling Appendix C: 128-d u8, R = 48 -> 12 fixed records per 4 KB
+        // block; packed at 1M nodes (20-bit ids), 16.
+        assert_eq!(per_block(1 << 20, 128, DType::U8, 48), 16);
+        // wordnet-minilm (116,707 nodes, 17-bit ids) at its mean degree 48:
+        // 384-d f32 -> 2 (as fixed), its 96-d PCA -> 8 (fixed: 6).
+        assert_eq!(per_block(116_707, 384, DType::F32, 48), 2);
+        assert_eq!(per_block(116_707, 96, DType::F32, 48), 8);
+    }
+
+    #[test]
+    fn a_missing_record_reads_as_zero() {
+        let lists = vec![vec![1u32], vec![0]];
+        let cap = capacity(4096, 4, DType::F32, &lists).unwrap();
+        let (a, _) = shuffle(&lists, &cap, &ShuffleParams::default());
+        let l = BlockedLayout::new(4096, 4, DType::F32, 1, a.block_of.clone(), a.blocks());
+        let mut file = vec![];
+        l.write(&mut file, 0, &a, &lists, &|_, o: &mut [u8]| o.fill(7))
+            .unwrap();
+        let block = &file[4096..8192];
+        assert_eq!(l.record(1, block).neighbors().collect::<Vec<_>>(), vec![0]);
+        let mut corrupt = block.to_vec();
+        corrupt[2..6].copy_from_slice(&9u32.to_le_bytes()); // directory names 9, not 0
+        let r = l.record(0, &corrupt);
+        assert!(r.vector.iter().all(|&b| b == 0) && r.degree() == 0);
+    }
+
+    #[test]
+    fn too_large_records_are_refused() {
+        let lists = vec![(0..64u32).collect::<Vec<_>>(); 100];
+        let e = capacity(4096, 1024, DType::F32, &lists)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 2 records"), "{e}");
     }
 }

@@ -138,7 +138,7 @@ impl Layout for CoupledLayout {
         self.record_bytes
     }
 
-    fn record_slice<'a>(&self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
+    fn record_slice<'a>(&'a self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
         let slot = if self.nodes_per_page > 0 {
             id as usize % self.nodes_per_page
         } else {
@@ -155,7 +155,7 @@ impl Layout for CoupledLayout {
     fn block_records<'a>(&self, target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>) {
         out.clear();
         if self.nodes_per_page == 0 {
-            out.push((target, self.record_slice(target, bytes)));
+            out.push((target, &bytes[..self.record_bytes]));
             return;
         }
         // Id order: the page holds the ids around the target.

@@ -31,10 +31,11 @@ pub trait Layout: Send + Sync {
     fn max_span_bytes(&self) -> usize;
     /// The read that fetches node `id`'s record.
     fn span_of(&self, id: u32) -> Span;
-    /// Bytes of one stored record.
+    /// Bytes of the largest stored record (node cache slots are this big).
     fn record_bytes(&self) -> usize;
-    /// Node `id`'s raw record inside `bytes`, the result of reading `span_of(id)`.
-    fn record_slice<'a>(&self, id: u32, bytes: &'a [u8]) -> &'a [u8];
+    /// Node `id`'s raw record inside `bytes`, the result of reading
+    /// `span_of(id)` (at most `record_bytes()` long).
+    fn record_slice<'a>(&'a self, id: u32, bytes: &'a [u8]) -> &'a [u8];
     /// Parses a raw record (from a read or from the node cache).
     fn parse<'a>(&self, record: &'a [u8]) -> NodeView<'a>;
     /// Every record (id, raw record) inside `bytes`, the result of reading
@@ -47,7 +48,7 @@ pub trait Layout: Send + Sync {
         0
     }
     /// Node `id`'s parsed record inside `bytes`.
-    fn record<'a>(&self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
+    fn record<'a>(&'a self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
         self.parse(self.record_slice(id, bytes))
     }
 }

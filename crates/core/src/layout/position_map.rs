@@ -1,56 +1,75 @@
-//! `map.bin`: where each node's record is in a shuffled layout.
-//! Magic "STRVMAP1", u64 n, u32 records per block, then n u32 positions
-//! (block * per_block + slot). Loaded whole at open (4 bytes per node, counted
-//! in the memory report).
+//! `map.bin`: the block of each node in a shuffled layout.
+//! Magic "STRVMAP2", u64 n, u64 blocks, then n u32 block numbers. Loaded
+//! whole at open (4 bytes per node, counted in the memory report); the
+//! node's place inside its block is in the block's own directory.
 
 use crate::error::{Error, FileContext, Result};
 use std::io::Write;
 use std::path::Path;
 
-const MAGIC: &[u8; 8] = b"STRVMAP1";
+const MAGIC: &[u8; 8] = b"STRVMAP2";
+const HEADER: usize = 24;
 
-pub fn write(out: &mut impl Write, per_block: usize, positions: &[u32]) -> std::io::Result<()> {
+pub fn write(out: &mut impl Write, blocks: usize, block_of: &[u32]) -> std::io::Result<()> {
     out.write_all(MAGIC)?;
-    out.write_all(&(positions.len() as u64).to_le_bytes())?;
-    out.write_all(&(per_block as u32).to_le_bytes())?;
-    for p in positions {
-        out.write_all(&p.to_le_bytes())?;
+    out.write_all(&(block_of.len() as u64).to_le_bytes())?;
+    out.write_all(&(blocks as u64).to_le_bytes())?;
+    for b in block_of {
+        out.write_all(&b.to_le_bytes())?;
     }
     Ok(())
 }
 
-/// Reads and validates the map of an index of `n` nodes: every position in
-/// range and used once.
-pub fn read(path: &Path, n: usize) -> Result<(usize, Vec<u32>)> {
+/// Reads and validates the map of an index of `n` nodes in `blocks` blocks:
+/// every block number in range and every block used.
+pub fn read(path: &Path, n: usize, blocks: usize) -> Result<Vec<u32>> {
     let bytes = std::fs::read(path).at("read", path)?;
-    if bytes.len() < 20 || &bytes[..8] != MAGIC {
-        return Err(Error::index(path, "magic", "\"STRVMAP1\"", "other bytes"));
+    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+        let found = match bytes.get(..8) {
+            Some(b"STRVMAP1") => "\"STRVMAP1\" (fixed-slot blocks of an older version: rebuild or relayout the index)",
+            _ => "other bytes",
+        };
+        return Err(Error::index(path, "magic", "\"STRVMAP2\"", found));
     }
-    let fn_ = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) as usize;
-    let per_block = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes")) as usize;
+    let u64_at =
+        |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes")) as usize;
+    let (fn_, fblocks) = (u64_at(8), u64_at(16));
     if fn_ != n {
         return Err(Error::index(path, "n", n, fn_));
     }
-    if bytes.len() != 20 + 4 * n {
-        return Err(Error::index(path, "file size", 20 + 4 * n, bytes.len()));
+    if fblocks != blocks {
+        return Err(Error::index(
+            path,
+            "blocks",
+            format!("{blocks} (pages.bin)"),
+            fblocks,
+        ));
     }
-    if per_block == 0 {
-        return Err(Error::index(path, "records per block", "at least 1", 0));
+    if bytes.len() != HEADER + 4 * n {
+        return Err(Error::index(path, "file size", HEADER + 4 * n, bytes.len()));
     }
-    let slots = n.div_ceil(per_block) * per_block;
-    let mut used = vec![false; slots];
-    let mut positions = Vec::with_capacity(n);
-    for (id, c) in bytes[20..].chunks_exact(4).enumerate() {
-        let p = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        if p as usize >= slots || std::mem::replace(&mut used[p as usize], true) {
+    let mut used = vec![false; blocks];
+    let mut block_of = Vec::with_capacity(n);
+    for (id, c) in bytes[HEADER..].chunks_exact(4).enumerate() {
+        let b = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if b as usize >= blocks {
             return Err(Error::index(
                 path,
-                format!("position of node {id}"),
-                format!("a free slot < {slots}"),
-                p,
+                format!("block of node {id}"),
+                format!("< {blocks}"),
+                b,
             ));
         }
-        positions.push(p);
+        used[b as usize] = true;
+        block_of.push(b);
     }
-    Ok((per_block, positions))
+    if let Some(b) = used.iter().position(|&u| !u) {
+        return Err(Error::index(
+            path,
+            format!("block {b}"),
+            "at least one node",
+            "none",
+        ));
+    }
+    Ok(block_of)
 }

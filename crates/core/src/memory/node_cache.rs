@@ -45,10 +45,14 @@ impl NodeCacheBuilder {
         self.entries.is_empty()
     }
 
+    /// Adds a record; a shorter one (a packed record below the maximum
+    /// degree) is padded to the slot size with zeros.
     pub fn push(&mut self, id: u32, record: &[u8]) {
-        debug_assert_eq!(record.len(), self.record_bytes);
+        debug_assert!(record.len() <= self.record_bytes);
         self.entries.push((id, self.records.len()));
         self.records.extend_from_slice(record);
+        self.records
+            .resize(self.records.len() + self.record_bytes - record.len(), 0);
     }
 
     pub fn finish(mut self) -> NodeCache {

@@ -14,9 +14,21 @@
 use super::assignment::BlockAssignment;
 use super::overlap::overlap_ratio;
 
+/// How many blocks past the first with any room a node that fits nowhere
+/// near its neighbours looks through before a new block is opened (records
+/// of different sizes leave gaps a smaller record could fill).
+const GAP_SCAN: u32 = 64;
+
 fn one_pass(lists: &[Vec<u32>], prev: &BlockAssignment) -> BlockAssignment {
     let n = lists.len();
-    let mut next = BlockAssignment::empty(n, prev.per_block);
+    let mut next = BlockAssignment::empty(n, prev.capacity.clone());
+    while next.blocks() < prev.blocks() {
+        next.open_block();
+    }
+    let min_cost = (0..n as u32)
+        .map(|u| prev.capacity.cost(u))
+        .min()
+        .unwrap_or(1);
     let mut counts: Vec<(u32, u32)> = Vec::new();
     // Blocks are only ever filled, so the first empty block moves forward.
     let mut empty_cursor = 0u32;
@@ -36,28 +48,31 @@ fn one_pass(lists: &[Vec<u32>], prev: &BlockAssignment) -> BlockAssignment {
         }
         // Most neighbours first; ties to the smaller block id (deterministic).
         counts.sort_unstable_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-        let target = counts.iter().map(|c| c.0).find(|&b| !next.is_full(b));
+        let target = counts.iter().map(|c| c.0).find(|&b| next.fits(u, b));
         let b = match target {
             Some(b) => b,
             None => {
-                let blocks = next.members.len() as u32;
+                let blocks = next.blocks() as u32;
                 while empty_cursor < blocks && !next.members[empty_cursor as usize].is_empty() {
                     empty_cursor += 1;
                 }
                 if empty_cursor < blocks {
                     empty_cursor
                 } else {
-                    // No empty block left: the first with room (there is
-                    // one, since blocks * per_block >= n).
-                    while next.is_full(open_cursor) {
+                    // No empty block left: the first with room for u (with
+                    // equal records there is one, since the blocks hold n).
+                    while open_cursor < blocks && next.room(open_cursor) < min_cost {
                         open_cursor += 1;
                     }
-                    open_cursor
+                    (open_cursor..blocks.min(open_cursor + GAP_SCAN))
+                        .find(|&b| next.fits(u, b))
+                        .unwrap_or(blocks)
                 }
             }
         };
         next.put(u, b);
     }
+    next.drop_empty();
     next
 }
 
@@ -90,6 +105,7 @@ pub fn bnf(
 
 #[cfg(test)]
 mod tests {
+    use super::super::assignment::Capacity;
     use super::super::bnp::bnp;
     use super::*;
 
@@ -105,9 +121,9 @@ mod tests {
                 lists[u as usize] = group.iter().copied().filter(|&v| v != u).collect();
             }
         }
-        let id = BlockAssignment::id_order(8, 4);
+        let id = BlockAssignment::id_order(8, Capacity::slots(4));
         assert!(overlap_ratio(&lists, &id) < 0.5);
-        let a = bnf(&lists, bnp(&lists, 4), 8, 0.0);
+        let a = bnf(&lists, bnp(&lists, Capacity::slots(4)), 8, 0.0);
         a.validate().unwrap();
         assert!(
             (overlap_ratio(&lists, &a) - 1.0).abs() < 1e-12,

@@ -28,15 +28,6 @@ fn weakest(lists: &[Vec<u32>], a: &BlockAssignment, b: u32) -> Option<(usize, u3
     best.map(|(s, v, _)| (s, v))
 }
 
-fn swap(a: &mut BlockAssignment, bx: u32, sx: usize, by: u32, sy: usize) {
-    let x = a.members[bx as usize][sx];
-    let y = a.members[by as usize][sy];
-    a.members[bx as usize][sx] = y;
-    a.members[by as usize][sy] = x;
-    a.block_of[x as usize] = by;
-    a.block_of[y as usize] = bx;
-}
-
 pub fn bns(
     lists: &[Vec<u32>],
     start: BlockAssignment,
@@ -54,16 +45,19 @@ pub fn bns(
                     if ba == be {
                         continue;
                     }
-                    let (Some((sx, _)), Some((sy, _))) =
+                    let (Some((sx, x)), Some((sy, y))) =
                         (weakest(lists, &a, ba), weakest(lists, &a, be))
                     else {
                         continue;
                     };
+                    if !a.swap_fits(x, ba, y, be) {
+                        continue;
+                    }
                     let before = block_or_sum(lists, &a, ba) + block_or_sum(lists, &a, be);
-                    swap(&mut a, ba, sx, be, sy);
+                    a.swap(ba, sx, be, sy);
                     let after = block_or_sum(lists, &a, ba) + block_or_sum(lists, &a, be);
                     if after <= before {
-                        swap(&mut a, ba, sx, be, sy);
+                        a.swap(ba, sx, be, sy);
                     }
                 }
             }
@@ -80,6 +74,7 @@ pub fn bns(
 
 #[cfg(test)]
 mod tests {
+    use super::super::assignment::Capacity;
     use super::super::bnp::bnp;
     use super::*;
     use crate::util::rng::Rng;
@@ -99,7 +94,7 @@ mod tests {
                 l
             })
             .collect();
-        let start = bnp(&lists, 5);
+        let start = bnp(&lists, Capacity::slots(5));
         let before = overlap_ratio(&lists, &start);
         let a = bns(&lists, start, 3, 0.0);
         a.validate().unwrap();

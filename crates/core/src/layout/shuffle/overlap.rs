@@ -43,7 +43,7 @@ mod tests {
         // Nodes 0..4, one block of 4 = {0, 1, 2, 3} and one of {4}.
         // N(0) = {1, 2, 3}, N(1) = {0, 2}, N(2) = {0, 1}, N(3) = {0, 4}, N(4) = {3}.
         let lists = vec![vec![1, 2, 3], vec![0, 2], vec![0, 1], vec![0, 4], vec![3]];
-        let a = BlockAssignment::id_order(5, 4);
+        let a = BlockAssignment::id_order(5, super::super::Capacity::slots(4));
         // OR(0) = 3/3, OR(1) = 2/3, OR(2) = 2/3, OR(3) = 1/3, OR(4) = 0 (alone).
         let want = (1.0 + 2.0 / 3.0 + 2.0 / 3.0 + 1.0 / 3.0 + 0.0) / 5.0;
         assert!((overlap_ratio(&lists, &a) - want).abs() < 1e-12);
