@@ -42,6 +42,10 @@ pub struct Args {
     /// BNF/BNS iterations β.
     #[arg(long, default_value_t = 8)]
     shuffle_iterations: usize,
+    /// Shuffle by the undirected graph (in- and out-neighbours); false uses
+    /// out-neighbours only, as the paper does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    shuffle_undirected: bool,
     /// Navigation graph sample ratio μ (Starling §4.3); 0 = none. Off by
     /// default: with a BFS node cache around the medoid, starting elsewhere
     /// costs more reads than it saves (measured on wordnet-minilm-pca96 20k).
@@ -61,6 +65,7 @@ pub fn run(a: Args) -> Result<()> {
     let params = BuildParams {
         shuffle,
         shuffle_iterations: a.shuffle_iterations,
+        shuffle_undirected: a.shuffle_undirected,
         nav_sample: a.nav_sample,
         profile: a.profile,
         metric: a.metric,

@@ -17,6 +17,10 @@ pub struct Args {
     /// OR(G) gain threshold τ.
     #[arg(long, default_value_t = 0.01)]
     gain: f64,
+    /// Place nodes by the undirected graph (in- and out-neighbours); false
+    /// uses out-neighbours only, as the paper does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    undirected: bool,
     #[arg(long)]
     threads: Option<usize>,
 }
@@ -28,6 +32,7 @@ pub fn run(a: Args) -> Result<()> {
         method: a.shuffle,
         iterations: a.iterations,
         gain_threshold: a.gain,
+        undirected: a.undirected,
     };
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     let r = stratavec::index::relayout::relayout(&a.src, &a.dst, &params, threads)?;

@@ -20,6 +20,10 @@ pub struct Args {
     /// OR(G) gain threshold τ.
     #[arg(long, default_value_t = 0.01)]
     gain: f64,
+    /// Place nodes by the undirected graph (OR(G) is still reported on the
+    /// directed one); false: out-neighbours only, as the paper does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    undirected: bool,
     #[arg(long)]
     json: bool,
 }
@@ -37,6 +41,7 @@ pub fn run(a: Args) -> Result<()> {
             method,
             iterations: a.iterations,
             gain_threshold: a.gain,
+            undirected: a.undirected,
         };
         let t = std::time::Instant::now();
         let (assignment, report) = shuffle(&lists, &cap, &p);

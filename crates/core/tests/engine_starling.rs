@@ -213,6 +213,7 @@ fn relayout_equals_a_starling_build() {
         method: sp.shuffle,
         iterations: sp.shuffle_iterations,
         gain_threshold: sp.shuffle_gain,
+        undirected: sp.shuffle_undirected,
     };
     let report = stratavec::index::relayout::relayout(&d_dir, &r_dir, &shuffle, 2).unwrap();
     assert!(report.shuffle.is_some());

@@ -53,6 +53,9 @@ pub struct BuildParams {
     /// BNF/BNS OR(G) gain threshold τ.
     #[serde(default = "default_shuffle_gain")]
     pub shuffle_gain: f64,
+    /// Shuffle by the undirected graph (`ShuffleParams::undirected`).
+    #[serde(default = "default_true")]
+    pub shuffle_undirected: bool,
     /// In-memory navigation graph over this fraction of the vectors
     /// (Starling §4.3); 0 = start every query at the medoid.
     #[serde(default)]
@@ -74,6 +77,9 @@ fn default_shuffle_iterations() -> usize {
 }
 fn default_shuffle_gain() -> f64 {
     0.01
+}
+fn default_true() -> bool {
+    true
 }
 
 impl BuildParams {
@@ -110,6 +116,7 @@ impl Default for BuildParams {
             shuffle: Shuffle::None,
             shuffle_iterations: 8,
             shuffle_gain: 0.01,
+            shuffle_undirected: true,
             nav_sample: 0.0,
             nav_degree: 32,
         }
@@ -348,6 +355,7 @@ pub fn build_index(
             method: params.shuffle,
             iterations: params.shuffle_iterations,
             gain_threshold: params.shuffle_gain,
+            undirected: params.shuffle_undirected,
         };
         let (assignment, shuffle_report) = pool.install(|| shuffle(&graph.lists, &cap, &sp));
         progress.finish();

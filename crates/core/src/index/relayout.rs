@@ -131,6 +131,7 @@ pub fn relayout(
     manifest.build.shuffle = params.method;
     manifest.build.shuffle_iterations = params.iterations;
     manifest.build.shuffle_gain = params.gain_threshold;
+    manifest.build.shuffle_undirected = params.undirected;
     manifest.layout = layout.name().into();
     manifest.files = files;
     let out = BuildReport {

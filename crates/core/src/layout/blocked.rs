@@ -276,7 +276,7 @@ mod tests {
             coupled.write(&mut id_file, 0, &lists, &vb).unwrap();
 
             let cap = capacity(page, dim, DType::F32, &lists).unwrap();
-            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0 };
+            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: seed % 2 == 0 };
             let (assignment, _) = shuffle(&lists, &cap, &p);
             let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.block_of.clone(), assignment.blocks());
             let mut file = vec![];

@@ -61,6 +61,14 @@ pub struct ShuffleParams {
     pub iterations: usize,
     /// Stop when an iteration gains less than τ in OR(G).
     pub gain_threshold: f64,
+    /// Place nodes by the undirected graph: a node's in-neighbours count as
+    /// its neighbours too. The paper uses out-neighbours only; but a block
+    /// read for v also serves a search that reached v from u (u → v), so u
+    /// belongs beside v as much as v's own neighbours do. On
+    /// wordnet-minilm-pca96 this lowers reads at recall 0.95 by 1.7%
+    /// (13.65 → 13.42). OR(G) is always reported on the directed graph
+    /// (eq. 5). Costs a second copy of the edges during the shuffle.
+    pub undirected: bool,
 }
 
 impl Default for ShuffleParams {
@@ -69,8 +77,25 @@ impl Default for ShuffleParams {
             method: Shuffle::Bnf,
             iterations: 8,
             gain_threshold: 0.01,
+            undirected: true,
         }
     }
+}
+
+/// Each node's out- and in-neighbours (sorted, no duplicates, no self).
+pub fn undirected(lists: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = lists.to_vec();
+    for (u, l) in lists.iter().enumerate() {
+        for &v in l {
+            out[v as usize].push(u as u32);
+        }
+    }
+    for (u, l) in out.iter_mut().enumerate() {
+        l.sort_unstable();
+        l.dedup();
+        l.retain(|&v| v as usize != u);
+    }
+    out
 }
 
 /// OR(G) after each stage, for reports.
@@ -88,6 +113,13 @@ pub fn shuffle(
     capacity: &Capacity,
     p: &ShuffleParams,
 ) -> (BlockAssignment, ShuffleReport) {
+    let both;
+    let place: &[Vec<u32>] = if p.undirected && p.method != Shuffle::None {
+        both = undirected(lists);
+        &both
+    } else {
+        lists
+    };
     let id_order = BlockAssignment::id_order(lists.len(), capacity.clone());
     let mut report = ShuffleReport {
         id_order: overlap_ratio(lists, &id_order),
@@ -97,7 +129,7 @@ pub fn shuffle(
         return (id_order, report);
     }
     let t = std::time::Instant::now();
-    let mut a = bnp::bnp(lists, capacity.clone());
+    let mut a = bnp::bnp(place, capacity.clone());
     report.stages.push((
         "bnp".into(),
         overlap_ratio(lists, &a),
@@ -106,7 +138,7 @@ pub fn shuffle(
     match p.method {
         Shuffle::Bnf => {
             let t = std::time::Instant::now();
-            a = bnf::bnf(lists, a, p.iterations, p.gain_threshold);
+            a = bnf::bnf(place, a, p.iterations, p.gain_threshold);
             report.stages.push((
                 "bnf".into(),
                 overlap_ratio(lists, &a),
@@ -115,7 +147,7 @@ pub fn shuffle(
         }
         Shuffle::Bns => {
             let t = std::time::Instant::now();
-            a = bns::bns(lists, a, p.iterations, p.gain_threshold);
+            a = bns::bns(place, a, p.iterations, p.gain_threshold);
             report.stages.push((
                 "bns".into(),
                 overlap_ratio(lists, &a),
@@ -149,7 +181,7 @@ mod tests {
             let cap = Capacity::slots(per_block);
             let bnp_or = overlap_ratio(&lists, &bnp::bnp(&lists, cap.clone()));
             for method in [Shuffle::None, Shuffle::Bnp, Shuffle::Bnf, Shuffle::Bns] {
-                let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0 };
+                let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: false };
                 let (a, report) = shuffle(&lists, &cap, &p);
                 prop_assert!(a.validate().is_ok(), "{:?}: {:?}", method, a.validate());
                 prop_assert_eq!(a.members.len(), n.div_ceil(per_block));
@@ -179,7 +211,7 @@ mod tests {
             let cap = Capacity::bytes(block, cost);
             let bnp_or = overlap_ratio(&lists, &bnp::bnp(&lists, cap.clone()));
             for method in [Shuffle::None, Shuffle::Bnp, Shuffle::Bnf, Shuffle::Bns] {
-                let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0 };
+                let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: false };
                 let (a, _) = shuffle(&lists, &cap, &p);
                 prop_assert!(a.validate().is_ok(), "{:?}: {:?}", method, a.validate());
                 prop_assert!(a.blocks() <= 2 * cap.min_blocks(n).max(1), "{:?}: {} blocks", method, a.blocks());
