@@ -315,19 +315,30 @@ struct Index {
 impl Index {
     /// The Starling search switches: the profile's defaults (block search
     /// and pipeline for starling indexes) unless given.
-    fn starling_options(
+    /// The index profile's search defaults with the caller's overrides.
+    fn profile_options(
         &self,
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
-    ) -> SearchParams {
+        beam_width: Option<i64>,
+        in_flight: Option<i64>,
+    ) -> PyResult<SearchParams> {
         let base = SearchParams::for_profile(&self.inner.manifest.profile);
-        SearchParams {
+        Ok(SearchParams {
             page_search: page_search.unwrap_or(base.page_search),
             pipeline: pipeline.unwrap_or(base.pipeline),
             prune_ratio,
+            beam_width: match beam_width {
+                Some(w) => count("beam_width", w, 1)?,
+                None => base.beam_width,
+            },
+            in_flight: match in_flight {
+                Some(q) => count("in_flight", q, 1)?,
+                None => base.in_flight,
+            },
             ..base
-        }
+        })
     }
 
     /// Queries as one row-major f32 buffer (always an owned copy, so nothing
@@ -555,8 +566,8 @@ impl Index {
 
     /// Searches; see `stratavec.Index.search`.
     #[pyo3(signature = (
-        queries, k = 10, *, complexity = 64, beam_width = 4, threads = None,
-        in_flight = 16, return_stats = false, page_search = None, pipeline = None,
+        queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
+        in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -566,9 +577,9 @@ impl Index {
         queries: &Bound<'py, PyAny>,
         k: i64,
         complexity: i64,
-        beam_width: i64,
+        beam_width: Option<i64>,
         threads: Option<i64>,
-        in_flight: i64,
+        in_flight: Option<i64>,
         return_stats: bool,
         page_search: Option<bool>,
         pipeline: Option<bool>,
@@ -580,14 +591,14 @@ impl Index {
         // to the engine, whose messages name the valid range.
         let k = count("k", k, 0)?;
         let mask = on_error_mask(on_error)?;
+        let base =
+            this.profile_options(page_search, pipeline, prune_ratio, beam_width, in_flight)?;
         let params = SearchParams {
             k,
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
-            beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
-            in_flight: count("in_flight", in_flight, 1)?,
-            ..this.starling_options(page_search, pipeline, prune_ratio)
+            ..base
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py
@@ -626,7 +637,7 @@ impl Index {
     /// `(lims, D, I)` as faiss does: query i's results are
     /// `I[lims[i]:lims[i+1]]`, nearest first.
     #[pyo3(signature = (
-        queries, radius, *, complexity = 32, beam_width = 4, threads = None, in_flight = 16,
+        queries, radius, *, complexity = 32, beam_width = None, threads = None, in_flight = None,
         phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3,
         on_error = "raise"
     ))]
@@ -637,9 +648,9 @@ impl Index {
         queries: &Bound<'py, PyAny>,
         radius: f32,
         complexity: i64,
-        beam_width: i64,
+        beam_width: Option<i64>,
         threads: Option<i64>,
-        in_flight: i64,
+        in_flight: Option<i64>,
         phi: f32,
         max_complexity: i64,
         page_search: Option<bool>,
@@ -649,16 +660,16 @@ impl Index {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let mask = on_error_mask(on_error)?;
+        let base =
+            this.profile_options(page_search, pipeline, prune_ratio, beam_width, in_flight)?;
         let params = SearchParams {
             k: 1,
             complexity: count("complexity", complexity, 1)?,
-            beam_width: count("beam_width", beam_width, 1)?,
             threads: threads_arg(threads)?,
-            in_flight: count("in_flight", in_flight, 1)?,
             radius: Some(radius),
             range_phi: phi,
             range_max_complexity: count("max_complexity", max_complexity, 1)?,
-            ..this.starling_options(page_search, pipeline, prune_ratio)
+            ..base
         };
         let (q, nq) = this.queries(py, queries)?;
         let res = py

@@ -270,9 +270,9 @@ class Index:
         radius: float,
         *,
         complexity: int = 32,
-        beam_width: int = 4,
+        beam_width: Optional[int] = None,
         threads: Optional[int] = None,
-        in_flight: int = 16,
+        in_flight: Optional[int] = None,
         phi: float = 0.5,
         max_complexity: int = 4096,
         page_search: Optional[bool] = None,
@@ -319,9 +319,9 @@ class Index:
         k: int = 10,
         *,
         complexity: int = 64,
-        beam_width: int = 4,
+        beam_width: Optional[int] = None,
         threads: Optional[int] = None,
-        in_flight: int = 16,
+        in_flight: Optional[int] = None,
         return_stats: bool = False,
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
@@ -342,12 +342,15 @@ class Index:
         complexity : int
             Search list size (DiskANN's ``L``). Larger: better recall, more
             reads. Raised to ``k`` if smaller.
-        beam_width : int
-            Reads issued per hop (DiskANN's ``W``), 1 to 64.
+        beam_width : int, optional
+            Reads issued per hop (DiskANN's ``W``), 1 to 64. Default: the
+            index profile's (4 for ``diskann``, 2 for ``starling``).
         threads : int, optional
             Search threads (default: all cores).
-        in_flight : int
+        in_flight : int, optional
             Queries each thread keeps in flight, so its reads overlap.
+            Default: the index profile's (16 for ``diskann``, 32 for
+            ``starling``).
         return_stats : bool
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,

@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use stratavec::data::{GroundTruth, Metric};
-use stratavec::BuildParams;
+use stratavec::{BuildParams, SearchParams};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,12 +33,16 @@ pub struct Args {
     sweep: Vec<usize>,
     #[arg(short = 'k', default_value_t = 10)]
     k: usize,
-    #[arg(long, short = 'W', default_value_t = 4)]
-    beam_width: usize,
+    /// Reads per hop; default: each system's own (diskann 4, starling 2;
+    /// peers 4).
+    #[arg(long, short = 'W')]
+    beam_width: Option<usize>,
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    #[arg(long, default_value_t = 16)]
-    in_flight: usize,
+    /// Queries in flight per thread; default: each system's own (diskann
+    /// 16, starling 32).
+    #[arg(long)]
+    in_flight: Option<usize>,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
     #[arg(long, default_value_t = 0.2)]
     memory_fraction: f64,
@@ -168,6 +172,7 @@ pub fn run(a: Args) -> Result<()> {
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);
         eprintln!("bench: opening {system} ({})", variant.about);
+        let defaults = SearchParams::for_profile(variant.search_defaults);
         opened.push(run::open(run::Sweep {
             system,
             dataset: &dataset,
@@ -176,9 +181,9 @@ pub fn run(a: Args) -> Result<()> {
             gt: &gt,
             k: a.k,
             ls: &a.sweep,
-            beam_width: a.beam_width,
+            beam_width: a.beam_width.unwrap_or(defaults.beam_width),
             threads: a.threads,
-            in_flight: a.in_flight,
+            in_flight: a.in_flight.unwrap_or(defaults.in_flight),
             budget_bytes: budget,
             build,
             page_search: variant.page_search,
@@ -221,7 +226,7 @@ pub fn run(a: Args) -> Result<()> {
             graph_degree: a.graph_degree,
             complexity: a.complexity,
             alpha: a.alpha,
-            beam_width: a.beam_width,
+            beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
             rebuild: a.rebuild,
         })?;
         emit(v, &mut rows)?;

@@ -19,9 +19,10 @@ pub struct Args {
     /// Search list sizes to sweep, one row each.
     #[arg(short = 'L', long = "complexity", num_args = 1.., default_values_t = [20, 50, 100, 200])]
     l: Vec<usize>,
-    /// Reads per hop (DiskANN's beam width W).
-    #[arg(long, short = 'W', default_value_t = 4)]
-    beam_width: usize,
+    /// Reads per hop (DiskANN's beam width W). Default: the index profile's
+    /// (4 for diskann, 2 for starling).
+    #[arg(long, short = 'W')]
+    beam_width: Option<usize>,
     /// RAM the index may hold (PQ codes + node cache + I/O buffers), in MB
     /// (10^6 bytes). Default: codes and buffers only, no cache.
     #[arg(long)]
@@ -29,9 +30,10 @@ pub struct Args {
     /// Search threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Queries each thread keeps in flight.
-    #[arg(long, default_value_t = 16)]
-    in_flight: usize,
+    /// Queries each thread keeps in flight. Default: the index profile's (16
+    /// for diskann, 32 for starling).
+    #[arg(long)]
+    in_flight: Option<usize>,
     /// Block search: use every record of each page read (Starling §4.2).
     /// Default: on for indexes of the starling profile.
     #[arg(long)]
@@ -77,14 +79,19 @@ struct Row {
     in_flight: usize,
 }
 
-pub fn run(a: Args) -> Result<()> {
+pub fn run(mut a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(crate::default_threads);
+    // The profile's defaults decide the I/O buffers reserved at open.
+    let profile = stratavec::index::Manifest::read(&a.index_dir)?.profile;
+    let base = SearchParams::for_profile(&profile);
+    let beam_width = *a.beam_width.get_or_insert(base.beam_width);
+    let in_flight = *a.in_flight.get_or_insert(base.in_flight);
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         io: a.io,
         reserve_threads: threads,
-        reserve_in_flight: a.in_flight,
-        reserve_beam_width: a.beam_width,
+        reserve_in_flight: in_flight,
+        reserve_beam_width: beam_width,
         navigation_graph: a.nav_graph,
         ..Default::default()
     };
@@ -136,9 +143,9 @@ pub fn run(a: Args) -> Result<()> {
             k: a.k,
             measured: measure(&res, gt.as_ref(), a.k)?,
             memory_bytes: index.memory().total(),
-            beam_width: a.beam_width,
+            beam_width,
             threads,
-            in_flight: a.in_flight,
+            in_flight,
         };
         let m = &row.measured;
         if a.json {
@@ -173,9 +180,9 @@ impl Args {
         SearchParams {
             k: self.k,
             complexity,
-            beam_width: self.beam_width,
+            beam_width: self.beam_width.unwrap_or(base.beam_width),
             threads,
-            in_flight: self.in_flight,
+            in_flight: self.in_flight.unwrap_or(base.in_flight),
             page_search: self.page_search.unwrap_or(base.page_search),
             pipeline: self.pipeline.unwrap_or(base.pipeline),
             prune_ratio: self.prune_ratio,

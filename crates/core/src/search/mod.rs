@@ -85,13 +85,21 @@ impl Default for SearchParams {
 
 impl SearchParams {
     /// The defaults of an index's profile: the starling profile searches
-    /// block by block with the pipeline on (Starling §4.2).
+    /// block by block with the pipeline on (Starling §4.2), two reads per
+    /// hop and 32 queries in flight per thread. Starling's Algorithm 2
+    /// reads one block per hop, since a block brings several candidates; on
+    /// wordnet-minilm-pca96 W = 2 reads 4% fewer blocks than W = 4 at
+    /// recall 0.95 (12.9 vs 13.5) and W = 1 more, and 32 queries in flight
+    /// keep the device's queue as deep as diskann's 16 x 4.
     pub fn for_profile(profile: &str) -> Self {
         let starling = profile == "starling";
+        let d = SearchParams::default();
         SearchParams {
             page_search: starling,
             pipeline: starling,
-            ..Default::default()
+            beam_width: if starling { 2 } else { d.beam_width },
+            in_flight: if starling { 32 } else { d.in_flight },
+            ..d
         }
     }
 }
