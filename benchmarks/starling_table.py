@@ -6,9 +6,11 @@ ROWS.jsonl: a bench run with the variants (diskann, starling-shuffle,
 starling-page, starling-nav, starling-pipeline, starling, starling-all).
 SHUFFLE.jsonl: `stratavec shuffle IDX --methods bnp,bnf,bns --json` lines.
 For each system and recall@10 target: the highest QPS among measured points
-reaching it (ann-benchmarks' Pareto reading, no interpolation) and the fewest
-reads per query among points reaching it; ratios against diskann in the same
-run. Range rows (kind "range"), if present, get their own table.
+reaching it (ann-benchmarks' Pareto reading, no interpolation), the fewest
+reads per query among points reaching it, and the reads at exactly the
+target, interpolated linearly in recall between the two measured L around
+it (so a coarse L grid cannot flatter one system); ratios against diskann in
+the same run. Range rows (kind "range"), if present, get their own table.
 Standard library only.
 """
 import argparse
@@ -31,6 +33,18 @@ def best(points, target):
     return fastest, fewest
 
 
+def interpolated_reads(points, target):
+    """Reads at recall exactly `target`, between the last point below it
+    and the first reaching it (in L order); None if it is never reached or
+    the first point already exceeds it."""
+    pts = sorted(points, key=lambda p: p["L"])
+    for lo, hi in zip(pts, pts[1:]):
+        if lo["recall_at_10"] < target <= hi["recall_at_10"]:
+            f = (target - lo["recall_at_10"]) / (hi["recall_at_10"] - lo["recall_at_10"])
+            return lo["reads_per_query"] + f * (hi["reads_per_query"] - lo["reads_per_query"])
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rows")
@@ -50,15 +64,17 @@ def main():
         for r in sh:
             name, orv, secs = r["stages"][-1]
             cells.append(f"{name} {orv:.4f} ({secs:.1f} s)")
-        print(f"OR(G) at {first['per_block']} records per block: " + "; ".join(cells) + "\n")
+        print(f"OR(G) at {first['per_block']:.2f} records per block: " + "; ".join(cells) + "\n")
     base = {}
     for t in TARGETS:
         fast, few = best([r for r in search if r["system"] == "stratavec-diskann"], t)
         base[t] = (fast, few)
-    head = "| system | " + " | ".join(
-        f"R@10 ≥ {t:.2f}: QPS (L) | reads (L)" for t in TARGETS) + " | build |"
+    base_interp = {t: interpolated_reads([r for r in search if r["system"] == "stratavec-diskann"], t)
+                   for t in TARGETS}
+    head = "| system | W / in flight | " + " | ".join(
+        f"R@10 ≥ {t:.2f}: QPS (L) | reads (L) | reads at {t:.2f}" for t in TARGETS) + " | build |"
     print(head)
-    print("|---|" + "---:|---:|" * len(TARGETS) + "---:|")
+    print("|---|---:|" + "---:|---:|---:|" * len(TARGETS) + "---:|")
     for s in systems:
         pts = [r for r in search if r["system"] == s]
         cells = []
@@ -66,7 +82,7 @@ def main():
             fast, few = best(pts, t)
             bfast, bfew = base[t]
             if fast is None:
-                cells += ["never", "never"]
+                cells += ["never", "never", "never"]
                 continue
             qr = f" ({fast['qps'] / bfast['qps']:.2f}×)" if bfast and s != "stratavec-diskann" else ""
             rr = ""
@@ -75,10 +91,20 @@ def main():
                 rr = f" ({(1 - ratio) * 100:.0f}% fewer)" if ratio <= 1 else f" ({(ratio - 1) * 100:.0f}% more)"
             cells.append(f"{fast['qps']:,.0f}{qr} (L={fast['L']})")
             cells.append(f"{few['reads_per_query']:.1f}{rr} (L={few['L']})")
+            ir, bir = interpolated_reads(pts, t), base_interp[t]
+            if ir is None:
+                cells.append("—")
+            elif bir and s != "stratavec-diskann":
+                ratio = ir / bir
+                word = f"{(1 - ratio) * 100:.1f}% fewer" if ratio <= 1 else f"{(ratio - 1) * 100:.1f}% more"
+                cells.append(f"{ir:.2f} ({word})")
+            else:
+                cells.append(f"{ir:.2f}")
         build = pts[0].get("build_s")
         label = s.replace("stratavec-", "")
         build = f"{build:.1f} s" if build is not None else "—"
-        print(f"| {label} | " + " | ".join(cells) + f" | {build} |")
+        wf = f"{pts[0].get('beam_width')} / {pts[0].get('in_flight')}"
+        print(f"| {label} | {wf} | " + " | ".join(cells) + f" | {build} |")
     rng = [r for r in rows if r.get("kind") == "range"]
     if rng:
         print(f"\nRange search, radius {rng[0]['radius']:g} ({rng[0]['results_per_query']:.1f} "

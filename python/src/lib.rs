@@ -324,10 +324,14 @@ impl Index {
         beam_width: Option<i64>,
         in_flight: Option<i64>,
     ) -> PyResult<SearchParams> {
-        let base = SearchParams::for_profile(&self.inner.manifest.profile);
+        let profile = SearchParams::for_profile(&self.inner.manifest.profile);
+        let base = SearchParams {
+            page_search: page_search.unwrap_or(profile.page_search),
+            pipeline: pipeline.unwrap_or(profile.pipeline),
+            ..profile
+        }
+        .with_io_defaults(self.inner.records_per_block());
         Ok(SearchParams {
-            page_search: page_search.unwrap_or(base.page_search),
-            pipeline: pipeline.unwrap_or(base.pipeline),
             prune_ratio,
             beam_width: match beam_width {
                 Some(w) => count("beam_width", w, 1)?,

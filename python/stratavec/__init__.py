@@ -343,14 +343,13 @@ class Index:
             Search list size (DiskANN's ``L``). Larger: better recall, more
             reads. Raised to ``k`` if smaller.
         beam_width : int, optional
-            Reads issued per hop (DiskANN's ``W``), 1 to 64. Default: the
-            index profile's (4 for ``diskann``, 2 for ``starling``).
+            Reads issued per hop (DiskANN's ``W``), 1 to 64. Default: 4; 2
+            for block search over blocks of 4 or more records.
         threads : int, optional
             Search threads (default: all cores).
         in_flight : int, optional
             Queries each thread keeps in flight, so its reads overlap.
-            Default: the index profile's (16 for ``diskann``, 32 for
-            ``starling``).
+            Default: 16; 32 when the default beam width is 2.
         return_stats : bool
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,

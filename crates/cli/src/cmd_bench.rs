@@ -33,14 +33,14 @@ pub struct Args {
     sweep: Vec<usize>,
     #[arg(short = 'k', default_value_t = 10)]
     k: usize,
-    /// Reads per hop; default: each system's own (diskann 4, starling 2;
-    /// peers 4).
+    /// Reads per hop; default: each system's own (4; 2 for block search
+    /// over blocks of 4+ records; peers 4).
     #[arg(long, short = 'W')]
     beam_width: Option<usize>,
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Queries in flight per thread; default: each system's own (diskann
-    /// 16, starling 32).
+    /// Queries in flight per thread; default: each system's own (16; 32
+    /// with W = 2).
     #[arg(long)]
     in_flight: Option<usize>,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
@@ -172,7 +172,6 @@ pub fn run(a: Args) -> Result<()> {
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);
         eprintln!("bench: opening {system} ({})", variant.about);
-        let defaults = SearchParams::for_profile(variant.search_defaults);
         opened.push(run::open(run::Sweep {
             system,
             dataset: &dataset,
@@ -181,9 +180,9 @@ pub fn run(a: Args) -> Result<()> {
             gt: &gt,
             k: a.k,
             ls: &a.sweep,
-            beam_width: a.beam_width.unwrap_or(defaults.beam_width),
+            beam_width: a.beam_width,
             threads: a.threads,
-            in_flight: a.in_flight.unwrap_or(defaults.in_flight),
+            in_flight: a.in_flight,
             budget_bytes: budget,
             build,
             page_search: variant.page_search,

@@ -43,9 +43,10 @@ pub struct Args {
     #[arg(long, default_value_t = 8)]
     shuffle_iterations: usize,
     /// Shuffle by the undirected graph (in- and out-neighbours); false uses
-    /// out-neighbours only, as the paper does.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    shuffle_undirected: bool,
+    /// out-neighbours only, as the paper does. Default: undirected when
+    /// blocks hold 4 or more records.
+    #[arg(long)]
+    shuffle_undirected: Option<bool>,
     /// Navigation graph sample ratio μ (Starling §4.3); 0 = none. Off by
     /// default: with a BFS node cache around the medoid, starting elsewhere
     /// costs more reads than it saves (measured on wordnet-minilm-pca96 20k).

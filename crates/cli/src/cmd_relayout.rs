@@ -17,10 +17,11 @@ pub struct Args {
     /// OR(G) gain threshold τ.
     #[arg(long, default_value_t = 0.01)]
     gain: f64,
-    /// Place nodes by the undirected graph (in- and out-neighbours); false
-    /// uses out-neighbours only, as the paper does.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    undirected: bool,
+    /// Place nodes by the undirected graph (in- and out-neighbours); false:
+    /// out-neighbours only, as the paper does. Default: undirected when
+    /// blocks hold 4 or more records.
+    #[arg(long)]
+    undirected: Option<bool>,
     #[arg(long)]
     threads: Option<usize>,
 }

@@ -79,19 +79,18 @@ struct Row {
     in_flight: usize,
 }
 
-pub fn run(mut a: Args) -> Result<()> {
+pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(crate::default_threads);
-    // The profile's defaults decide the I/O buffers reserved at open.
-    let profile = stratavec::index::Manifest::read(&a.index_dir)?.profile;
-    let base = SearchParams::for_profile(&profile);
-    let beam_width = *a.beam_width.get_or_insert(base.beam_width);
-    let in_flight = *a.in_flight.get_or_insert(base.in_flight);
+    // Buffers for the largest search the defaults can choose: 16 x 4 also
+    // covers the 32 x 2 of block search over large blocks.
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         io: a.io,
         reserve_threads: threads,
-        reserve_in_flight: in_flight,
-        reserve_beam_width: beam_width,
+        reserve_in_flight: a
+            .in_flight
+            .unwrap_or(if a.beam_width.is_some() { 32 } else { 16 }),
+        reserve_beam_width: a.beam_width.unwrap_or(4),
         navigation_graph: a.nav_graph,
         ..Default::default()
     };
@@ -143,9 +142,9 @@ pub fn run(mut a: Args) -> Result<()> {
             k: a.k,
             measured: measure(&res, gt.as_ref(), a.k)?,
             memory_bytes: index.memory().total(),
-            beam_width,
+            beam_width: params.beam_width,
             threads,
-            in_flight,
+            in_flight: params.in_flight,
         };
         let m = &row.measured;
         if a.json {
@@ -173,18 +172,23 @@ pub fn run(mut a: Args) -> Result<()> {
 }
 
 impl Args {
-    /// The search parameters every row shares; block search is on by default
-    /// for indexes of the starling profile.
+    /// The search parameters every row shares: the index's defaults (block
+    /// search for the starling profile, and the beam that suits its blocks)
+    /// under whatever was given.
     fn params(&self, index: &Index, complexity: usize, threads: usize) -> SearchParams {
-        let base = SearchParams::for_profile(&index.manifest.profile);
+        let profile = SearchParams::for_profile(&index.manifest.profile);
+        let base = SearchParams {
+            page_search: self.page_search.unwrap_or(profile.page_search),
+            pipeline: self.pipeline.unwrap_or(profile.pipeline),
+            ..profile
+        }
+        .with_io_defaults(index.records_per_block());
         SearchParams {
             k: self.k,
             complexity,
             beam_width: self.beam_width.unwrap_or(base.beam_width),
             threads,
             in_flight: self.in_flight.unwrap_or(base.in_flight),
-            page_search: self.page_search.unwrap_or(base.page_search),
-            pipeline: self.pipeline.unwrap_or(base.pipeline),
             prune_ratio: self.prune_ratio,
             ..base
         }

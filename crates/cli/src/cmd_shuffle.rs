@@ -22,8 +22,9 @@ pub struct Args {
     gain: f64,
     /// Place nodes by the undirected graph (OR(G) is still reported on the
     /// directed one); false: out-neighbours only, as the paper does.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    undirected: bool,
+    /// Default: undirected when blocks hold 4 or more records.
+    #[arg(long)]
+    undirected: Option<bool>,
     #[arg(long)]
     json: bool,
 }

@@ -20,9 +20,6 @@ pub struct Variant {
     pub nav: bool,
     pub page_search: bool,
     pub pipeline: bool,
-    /// Whose search defaults (beam width, queries in flight) it runs with:
-    /// the starling profile's only when it is the whole profile.
-    pub search_defaults: &'static str,
 }
 
 const fn v(
@@ -42,11 +39,6 @@ const fn v(
         nav,
         page_search,
         pipeline,
-        search_defaults: if page_search && pipeline && !matches!(shuffle, Shuffle::None) {
-            "starling"
-        } else {
-            "diskann"
-        },
     }
 }
 

@@ -53,9 +53,10 @@ pub struct BuildParams {
     /// BNF/BNS OR(G) gain threshold τ.
     #[serde(default = "default_shuffle_gain")]
     pub shuffle_gain: f64,
-    /// Shuffle by the undirected graph (`ShuffleParams::undirected`).
-    #[serde(default = "default_true")]
-    pub shuffle_undirected: bool,
+    /// Shuffle by the undirected graph (`ShuffleParams::undirected`;
+    /// `None`: by the records per block).
+    #[serde(default)]
+    pub shuffle_undirected: Option<bool>,
     /// In-memory navigation graph over this fraction of the vectors
     /// (Starling §4.3); 0 = start every query at the medoid.
     #[serde(default)]
@@ -77,9 +78,6 @@ fn default_shuffle_iterations() -> usize {
 }
 fn default_shuffle_gain() -> f64 {
     0.01
-}
-fn default_true() -> bool {
-    true
 }
 
 impl BuildParams {
@@ -116,7 +114,7 @@ impl Default for BuildParams {
             shuffle: Shuffle::None,
             shuffle_iterations: 8,
             shuffle_gain: 0.01,
-            shuffle_undirected: true,
+            shuffle_undirected: None,
             nav_sample: 0.0,
             nav_degree: 32,
         }

@@ -328,6 +328,17 @@ impl Index {
         })
     }
 
+    /// Mean records one read brings (1 for large records in id order).
+    pub fn records_per_block(&self) -> f64 {
+        self.layout.records_per_block()
+    }
+
+    /// The search defaults of this index: its profile's, with the beam
+    /// width and queries in flight that suit its blocks (`with_io_defaults`).
+    pub fn default_search_params(&self) -> SearchParams {
+        SearchParams::for_profile(&self.manifest.profile).with_io_defaults(self.records_per_block())
+    }
+
     pub fn dim(&self) -> usize {
         self.manifest.dim
     }

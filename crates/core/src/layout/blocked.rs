@@ -240,6 +240,10 @@ impl Layout for BlockedLayout {
         ((1 + self.blocks) * self.page_size) as u64
     }
 
+    fn records_per_block(&self) -> f64 {
+        self.n as f64 / self.blocks.max(1) as f64
+    }
+
     /// The id→block map.
     fn resident_bytes(&self) -> usize {
         self.block_of.capacity() * 4
@@ -276,7 +280,7 @@ mod tests {
             coupled.write(&mut id_file, 0, &lists, &vb).unwrap();
 
             let cap = capacity(page, dim, DType::F32, &lists).unwrap();
-            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: seed % 2 == 0 };
+            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: Some(seed % 2 == 0) };
             let (assignment, _) = shuffle(&lists, &cap, &p);
             let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.block_of.clone(), assignment.blocks());
             let mut file = vec![];

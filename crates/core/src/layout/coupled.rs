@@ -169,6 +169,10 @@ impl Layout for CoupledLayout {
     fn file_bytes(&self) -> u64 {
         ((1 + self.data_pages()) * self.page_size) as u64
     }
+
+    fn records_per_block(&self) -> f64 {
+        self.nodes_per_page.max(1) as f64
+    }
 }
 
 #[cfg(test)]

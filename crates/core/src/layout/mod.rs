@@ -43,6 +43,10 @@ pub trait Layout: Send + Sync {
     fn block_records<'a>(&self, target: u32, bytes: &'a [u8], out: &mut Vec<(u32, &'a [u8])>);
     /// Size the pages file must have.
     fn file_bytes(&self) -> u64;
+    /// Mean records a read brings (what block search can use).
+    fn records_per_block(&self) -> f64 {
+        1.0
+    }
     /// Bytes the layout itself holds in RAM (e.g. an id→position map).
     fn resident_bytes(&self) -> usize {
         0

@@ -85,24 +85,38 @@ impl Default for SearchParams {
 
 impl SearchParams {
     /// The defaults of an index's profile: the starling profile searches
-    /// block by block with the pipeline on (Starling §4.2), two reads per
-    /// hop and 32 queries in flight per thread. Starling's Algorithm 2
-    /// reads one block per hop, since a block brings several candidates; on
-    /// wordnet-minilm-pca96 W = 2 reads 4% fewer blocks than W = 4 at
-    /// recall 0.95 (12.9 vs 13.5) and W = 1 more, and 32 queries in flight
-    /// keep the device's queue as deep as diskann's 16 x 4.
+    /// block by block with the pipeline on (Starling §4.2).
     pub fn for_profile(profile: &str) -> Self {
         let starling = profile == "starling";
-        let d = SearchParams::default();
         SearchParams {
             page_search: starling,
             pipeline: starling,
-            beam_width: if starling { 2 } else { d.beam_width },
-            in_flight: if starling { 32 } else { d.in_flight },
-            ..d
+            ..Default::default()
         }
     }
+
+    /// Reads per hop and queries in flight for this search over blocks of
+    /// `records_per_block` records (mean): block search over blocks of 4 or
+    /// more reads 2 blocks per hop, with 32 queries in flight so the queue
+    /// is as deep as 4 x 16. Each block read then brings several candidates,
+    /// so a narrower beam stays closer to the best of them (Starling's
+    /// Algorithm 2 reads one block per hop). Measured at recall 0.95: at
+    /// 7.75 records per block (wordnet-minilm-pca96) W = 2 reads 12.9
+    /// blocks against 13.5 at W = 4 (W = 1: more); at 2 records per block
+    /// (the 384-d set) W = 2 reads 3% more than W = 4, so W stays 4 there.
+    pub fn with_io_defaults(mut self, records_per_block: f64) -> Self {
+        if self.page_search && records_per_block >= LARGE_BLOCK {
+            self.beam_width = 2;
+            self.in_flight = 32;
+        }
+        self
+    }
 }
+
+/// Mean records per block from which block search narrows its beam and the
+/// shuffles place by the undirected graph (both measured to help at 7.75
+/// records per block and to hurt at 2).
+pub const LARGE_BLOCK: f64 = 4.0;
 
 /// One query's state machine. The scheduler calls `step` when the query is
 /// new or has received data; `step` returns the nodes whose records it wants

@@ -40,6 +40,15 @@ impl Capacity {
         self.cost.get(u as usize).map_or(1, |&c| c as u32)
     }
 
+    /// Mean records a block holds when full.
+    pub fn mean_per_block(&self, n: usize) -> f64 {
+        if self.cost.is_empty() || n == 0 {
+            return self.block as f64;
+        }
+        let total: u64 = self.cost.iter().map(|&c| c as u64).sum();
+        self.block as f64 * n as f64 / total as f64
+    }
+
     /// Blocks needed at least: exact for equal records, a lower bound
     /// otherwise.
     pub fn min_blocks(&self, n: usize) -> usize {
