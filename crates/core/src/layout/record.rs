@@ -117,10 +117,15 @@ impl Iterator for Neighbors<'_> {
         let at = bit / 8;
         // Eight bytes hold any id of up to 32 bits at any bit offset; near
         // the end of the record the missing bytes read as zero.
-        let mut word = [0u8; 8];
-        let end = (at + 8).min(self.bytes.len());
-        word[..end - at].copy_from_slice(&self.bytes[at..end]);
-        let v = u64::from_le_bytes(word) >> (bit % 8);
+        let word = match self.bytes.get(at..at + 8) {
+            Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+            None => {
+                let mut w = [0u8; 8];
+                w[..self.bytes.len() - at].copy_from_slice(&self.bytes[at..]);
+                u64::from_le_bytes(w)
+            }
+        };
+        let v = word >> (bit % 8);
         Some((v & ((1u64 << self.id_bits) - 1)) as u32)
     }
 
