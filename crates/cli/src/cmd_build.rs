@@ -110,9 +110,14 @@ pub fn run(a: Args) -> Result<()> {
             .map(|(n, or, _)| format!("{n} {or:.4}"))
             .collect();
         println!(
-            "overlap ratio OR(G): id order {:.4}, {}",
+            "overlap ratio OR(G): id order {:.4}, {} (placed by the {} graph)",
             s.id_order,
-            after.join(", ")
+            after.join(", "),
+            if s.undirected {
+                "undirected"
+            } else {
+                "directed"
+            }
         );
     }
     Ok(())

@@ -52,7 +52,7 @@ pub fn run(a: Args) -> Result<()> {
         if a.json {
             println!(
                 "{}",
-                serde_json::json!({"method": method.to_string(), "per_block": per_block,
+                serde_json::json!({"method": method.to_string(), "per_block": per_block, "undirected": report.undirected,
                     "n": lists.len(), "or_id_order": report.id_order, "stages": report.stages, "seconds": total})
             );
         } else {

@@ -88,9 +88,19 @@ impl Default for ShuffleParams {
 }
 
 /// Each node's out- and in-neighbours (sorted, no duplicates, no self).
+/// Every list is allocated at its final size, so the copy costs about the
+/// edges once more, not the doubling slack of growing vectors.
 pub fn undirected(lists: &[Vec<u32>]) -> Vec<Vec<u32>> {
-    let mut out: Vec<Vec<u32>> = lists.to_vec();
+    let mut degree: Vec<usize> = lists.iter().map(Vec::len).collect();
+    for l in lists {
+        for &v in l {
+            degree[v as usize] += 1;
+        }
+    }
+    let mut out: Vec<Vec<u32>> = degree.iter().map(|&d| Vec::with_capacity(d)).collect();
+    drop(degree);
     for (u, l) in lists.iter().enumerate() {
+        out[u].extend_from_slice(l);
         for &v in l {
             out[v as usize].push(u as u32);
         }
@@ -107,6 +117,10 @@ pub fn undirected(lists: &[Vec<u32>]) -> Vec<Vec<u32>> {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ShuffleReport {
     pub id_order: f64,
+    /// Whether nodes were placed by the undirected graph (the resolved
+    /// `ShuffleParams::undirected`).
+    #[serde(default)]
+    pub undirected: bool,
     /// (stage name, OR(G) after it, seconds).
     pub stages: Vec<(String, f64, f64)>,
 }
@@ -120,7 +134,8 @@ pub fn shuffle(
 ) -> (BlockAssignment, ShuffleReport) {
     let both;
     let large = capacity.mean_per_block(lists.len()) >= crate::search::LARGE_BLOCK;
-    let place: &[Vec<u32>] = if p.undirected.unwrap_or(large) && p.method != Shuffle::None {
+    let undirected_placement = p.undirected.unwrap_or(large) && p.method != Shuffle::None;
+    let place: &[Vec<u32>] = if undirected_placement {
         both = undirected(lists);
         &both
     } else {
@@ -129,6 +144,7 @@ pub fn shuffle(
     let id_order = BlockAssignment::id_order(lists.len(), capacity.clone());
     let mut report = ShuffleReport {
         id_order: overlap_ratio(lists, &id_order),
+        undirected: undirected_placement,
         ..Default::default()
     };
     if p.method == Shuffle::None {
