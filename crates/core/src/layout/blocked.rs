@@ -268,11 +268,7 @@ mod tests {
         fn shuffled_layout_returns_the_same_records_as_id_order(
             n in 1usize..200, dim in 1usize..64, deg in 1usize..24, seed in 0u64..1000,
             method in prop_oneof![Just(Shuffle::None), Just(Shuffle::Bnp), Just(Shuffle::Bnf), Just(Shuffle::Bns)]) {
-            let mut rng = Rng::new(seed);
-            let lists: Vec<Vec<u32>> = (0..n).map(|u| {
-                let mut l: Vec<u32> = (0..deg).map(|_| rng.below(n) as u32).filter(|&v| v != u as u32).collect();
-                l.sort_unstable(); l.dedup(); l
-            }).collect();
+            let lists = super::super::shuffle::random_graph(n, deg, &mut Rng::new(seed));
             let vb = |id: u32, out: &mut [u8]| out.iter_mut().enumerate().for_each(|(k, b)| *b = (k as u32 * 7 + id * 13) as u8);
             let page = 4096;
             let coupled = CoupledLayout::new(page, n, dim, DType::F32, deg);

@@ -181,6 +181,23 @@ pub fn shuffle(
     (a, report)
 }
 
+/// A random graph of `n` nodes with up to `deg` out-neighbours each (no
+/// self loops, no repeats), for the layout tests.
+#[cfg(test)]
+pub(crate) fn random_graph(n: usize, deg: usize, rng: &mut crate::util::rng::Rng) -> Vec<Vec<u32>> {
+    (0..n)
+        .map(|u| {
+            let mut l: Vec<u32> = (0..deg)
+                .map(|_| rng.below(n) as u32)
+                .filter(|&v| v != u as u32)
+                .collect();
+            l.sort_unstable();
+            l.dedup();
+            l
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,12 +211,7 @@ mod tests {
         #[test]
         fn every_method_yields_a_valid_layout(n in 1usize..300, per_block in 1usize..13, deg in 0usize..10, seed in 0u64..1000) {
             let mut rng = Rng::new(seed);
-            let lists: Vec<Vec<u32>> = (0..n).map(|u| {
-                let mut l: Vec<u32> = (0..deg).map(|_| rng.below(n) as u32).filter(|&v| v != u as u32).collect();
-                l.sort_unstable();
-                l.dedup();
-                l
-            }).collect();
+            let lists = random_graph(n, deg, &mut rng);
             let cap = Capacity::slots(per_block);
             let bnp_or = overlap_ratio(&lists, &bnp::bnp(&lists, cap.clone()));
             for method in [Shuffle::None, Shuffle::Bnp, Shuffle::Bnf, Shuffle::Bns] {
@@ -223,12 +235,7 @@ mod tests {
         fn every_method_packs_records_of_different_sizes(n in 1usize..300, deg in 0usize..10,
                                                          seed in 0u64..1000, block in 100usize..400) {
             let mut rng = Rng::new(seed);
-            let lists: Vec<Vec<u32>> = (0..n).map(|u| {
-                let mut l: Vec<u32> = (0..deg).map(|_| rng.below(n) as u32).filter(|&v| v != u as u32).collect();
-                l.sort_unstable();
-                l.dedup();
-                l
-            }).collect();
+            let lists = random_graph(n, deg, &mut rng);
             let cost: Vec<u16> = (0..n).map(|_| 20 + rng.below(80) as u16).collect();
             let cap = Capacity::bytes(block, cost);
             let bnp_or = overlap_ratio(&lists, &bnp::bnp(&lists, cap.clone()));
