@@ -313,9 +313,8 @@ struct Index {
 }
 
 impl Index {
-    /// The Starling search switches: the profile's defaults (block search
-    /// and pipeline for starling indexes) unless given.
-    /// The index profile's search defaults with the caller's overrides.
+    /// The index's search defaults (`Index::search_defaults`) under the
+    /// caller's overrides.
     fn profile_options(
         &self,
         page_search: Option<bool>,
@@ -324,13 +323,7 @@ impl Index {
         beam_width: Option<i64>,
         in_flight: Option<i64>,
     ) -> PyResult<SearchParams> {
-        let profile = SearchParams::for_profile(&self.inner.manifest.profile);
-        let base = SearchParams {
-            page_search: page_search.unwrap_or(profile.page_search),
-            pipeline: pipeline.unwrap_or(profile.pipeline),
-            ..profile
-        }
-        .with_io_defaults(self.inner.records_per_block());
+        let base = self.inner.search_defaults(page_search, pipeline);
         Ok(SearchParams {
             prune_ratio,
             beam_width: match beam_width {

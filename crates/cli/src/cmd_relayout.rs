@@ -1,6 +1,6 @@
 use anyhow::Result;
 use std::path::PathBuf;
-use stratavec::layout::shuffle::{Shuffle, ShuffleParams};
+use stratavec::layout::shuffle::Shuffle;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -11,17 +11,8 @@ pub struct Args {
     /// Block shuffling: bnp, bnf (BNP then BNF) or bns (BNP then BNS).
     #[arg(long, default_value_t = Shuffle::Bnf)]
     shuffle: Shuffle,
-    /// BNF/BNS iterations β.
-    #[arg(long, default_value_t = 8)]
-    iterations: usize,
-    /// OR(G) gain threshold τ.
-    #[arg(long, default_value_t = 0.01)]
-    gain: f64,
-    /// Place nodes by the undirected graph (in- and out-neighbours); false:
-    /// out-neighbours only, as the paper does. Default: undirected when
-    /// blocks hold 4 or more records.
-    #[arg(long)]
-    undirected: Option<bool>,
+    #[command(flatten)]
+    tuning: crate::cmd_shuffle::ShuffleTuning,
     #[arg(long)]
     threads: Option<usize>,
 }
@@ -29,12 +20,7 @@ pub struct Args {
 /// Shuffles an existing index's records into blocks (Starling §4.2) without
 /// rebuilding its graph; streams the source.
 pub fn run(a: Args) -> Result<()> {
-    let params = ShuffleParams {
-        method: a.shuffle,
-        iterations: a.iterations,
-        gain_threshold: a.gain,
-        undirected: a.undirected,
-    };
+    let params = a.tuning.params(a.shuffle);
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     let r = stratavec::index::relayout::relayout(&a.src, &a.dst, &params, threads)?;
     let stages: Vec<String> = r

@@ -81,19 +81,14 @@ struct Row {
 
 pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(crate::default_threads);
-    // Buffers for the largest search the defaults can choose: 16 x 4 also
-    // covers the 32 x 2 of block search over large blocks.
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         io: a.io,
         reserve_threads: threads,
-        reserve_in_flight: a
-            .in_flight
-            .unwrap_or(if a.beam_width.is_some() { 32 } else { 16 }),
-        reserve_beam_width: a.beam_width.unwrap_or(4),
         navigation_graph: a.nav_graph,
         ..Default::default()
-    };
+    }
+    .reserve_for(a.beam_width, a.in_flight);
     let index = Index::open(&a.index_dir, &opts)?;
     let qfile = stratavec::data::open(&a.queries)?;
     qfile.check_dim(index.dim(), "index")?;
@@ -176,13 +171,7 @@ impl Args {
     /// search for the starling profile, and the beam that suits its blocks)
     /// under whatever was given.
     fn params(&self, index: &Index, complexity: usize, threads: usize) -> SearchParams {
-        let profile = SearchParams::for_profile(&index.manifest.profile);
-        let base = SearchParams {
-            page_search: self.page_search.unwrap_or(profile.page_search),
-            pipeline: self.pipeline.unwrap_or(profile.pipeline),
-            ..profile
-        }
-        .with_io_defaults(index.records_per_block());
+        let base = index.search_defaults(self.page_search, self.pipeline);
         SearchParams {
             k: self.k,
             complexity,

@@ -3,6 +3,35 @@ use std::path::PathBuf;
 use stratavec::layout::blocked;
 use stratavec::layout::shuffle::{shuffle, Capacity, Shuffle, ShuffleParams};
 
+/// The shuffles' tuning, shared by `stratavec shuffle` and `stratavec
+/// relayout`.
+#[derive(clap::Args)]
+pub struct ShuffleTuning {
+    /// BNF/BNS iterations β.
+    #[arg(long, default_value_t = 8)]
+    iterations: usize,
+    /// OR(G) gain threshold τ.
+    #[arg(long, default_value_t = 0.01)]
+    gain: f64,
+    /// Place nodes by the undirected graph (in- and out-neighbours; OR(G)
+    /// is still reported on the directed one); false: out-neighbours only,
+    /// as the paper does. Default: undirected when blocks hold 4 or more
+    /// records.
+    #[arg(long)]
+    undirected: Option<bool>,
+}
+
+impl ShuffleTuning {
+    pub fn params(&self, method: Shuffle) -> ShuffleParams {
+        ShuffleParams {
+            method,
+            iterations: self.iterations,
+            gain_threshold: self.gain,
+            undirected: self.undirected,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     /// An index directory (its graph is read from pages.bin).
@@ -14,17 +43,8 @@ pub struct Args {
     /// Shuffles to report, each starting from BNP where the paper does.
     #[arg(long, value_delimiter = ',', default_values_t = [Shuffle::Bnp, Shuffle::Bnf])]
     methods: Vec<Shuffle>,
-    /// BNF/BNS iterations β.
-    #[arg(long, default_value_t = 8)]
-    iterations: usize,
-    /// OR(G) gain threshold τ.
-    #[arg(long, default_value_t = 0.01)]
-    gain: f64,
-    /// Place nodes by the undirected graph (OR(G) is still reported on the
-    /// directed one); false: out-neighbours only, as the paper does.
-    /// Default: undirected when blocks hold 4 or more records.
-    #[arg(long)]
-    undirected: Option<bool>,
+    #[command(flatten)]
+    tuning: ShuffleTuning,
     #[arg(long)]
     json: bool,
 }
@@ -38,12 +58,7 @@ pub fn run(a: Args) -> Result<()> {
         None => blocked::capacity(layout.page_size, layout.dim, layout.dtype, &lists)?,
     };
     for &method in &a.methods {
-        let p = ShuffleParams {
-            method,
-            iterations: a.iterations,
-            gain_threshold: a.gain,
-            undirected: a.undirected,
-        };
+        let p = a.tuning.params(method);
         let t = std::time::Instant::now();
         let (assignment, report) = shuffle(&lists, &cap, &p);
         let total = t.elapsed().as_secs_f64();

@@ -73,7 +73,7 @@ pub struct Sweep<'a> {
     pub k: usize,
     pub ls: &'a [usize],
     /// Reads per hop and queries in flight; `None`: the index's defaults
-    /// for this search (`SearchParams::with_io_defaults`).
+    /// for this search (`Index::search_defaults`).
     pub beam_width: Option<usize>,
     pub threads: usize,
     pub in_flight: Option<usize>,
@@ -98,24 +98,15 @@ pub struct Opened<'a> {
 /// which warms the host's cache of the device as the peers' own warm-up
 /// does, so no system pays for being measured first.
 pub fn open(mut s: Sweep) -> Result<Opened> {
-    // Buffers for the largest search the defaults can choose (16 x 4 also
-    // covers block search's 32 x 2), as `stratavec search` reserves.
     let opts = OpenOptions {
         memory_budget_bytes: Some(s.budget_bytes),
         reserve_threads: s.threads,
-        reserve_in_flight: s
-            .in_flight
-            .unwrap_or(if s.beam_width.is_some() { 32 } else { 16 }),
-        reserve_beam_width: s.beam_width.unwrap_or(4),
         navigation_graph: s.navigation_graph,
         ..Default::default()
-    };
-    let index = Index::open(&s.index_dir, &opts)?;
-    let io = SearchParams {
-        page_search: s.page_search,
-        ..Default::default()
     }
-    .with_io_defaults(index.records_per_block());
+    .reserve_for(s.beam_width, s.in_flight);
+    let index = Index::open(&s.index_dir, &opts)?;
+    let io = index.search_defaults(Some(s.page_search), Some(s.pipeline));
     let beam_width = *s.beam_width.get_or_insert(io.beam_width);
     let in_flight = *s.in_flight.get_or_insert(io.in_flight);
     let warm = SearchParams {

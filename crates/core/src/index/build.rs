@@ -437,14 +437,19 @@ pub fn build_index(
     report.graph_mean_degree = gstats.mean_degree;
     report.peak_rss_bytes = peak_rss_bytes();
     report.total_s = t_all.elapsed().as_secs_f64();
-    let rpath = staging.dir.join(BUILD_REPORT);
-    std::fs::write(
-        &rpath,
-        serde_json::to_string_pretty(&report).expect("report") + "\n",
-    )
-    .at("write", &rpath)?;
+    write_report(&staging.dir, &report)?;
     staging.commit()?;
     Ok(report)
+}
+
+/// Writes `build_report.json` into an index directory being staged.
+pub(crate) fn write_report(dir: &Path, report: &BuildReport) -> Result<()> {
+    let rpath = dir.join(BUILD_REPORT);
+    std::fs::write(
+        &rpath,
+        serde_json::to_string_pretty(report).expect("report") + "\n",
+    )
+    .at("write", &rpath)
 }
 
 /// Opens, validates and builds from a vector file.

@@ -40,6 +40,20 @@ pub struct OpenOptions {
     pub fault_injection: Option<FaultPredicate>,
 }
 
+impl OpenOptions {
+    /// Reserves I/O buffers for searches with this beam width and queries in
+    /// flight, each `None` when left to the index's defaults: 16 x 4 covers
+    /// every default (block search's 32 x 2 too); with only W given, the
+    /// defaults may pair it with 32 queries in flight.
+    pub fn reserve_for(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
+        OpenOptions {
+            reserve_in_flight: in_flight.unwrap_or(if beam_width.is_some() { 32 } else { 16 }),
+            reserve_beam_width: beam_width.unwrap_or(4),
+            ..self
+        }
+    }
+}
+
 /// Which read offsets of the pages file fail (see `OpenOptions::fault_injection`).
 pub type FaultPredicate = std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync>;
 
@@ -333,10 +347,21 @@ impl Index {
         self.layout.records_per_block()
     }
 
-    /// The search defaults of this index: its profile's, with the beam
-    /// width and queries in flight that suit its blocks (`with_io_defaults`).
-    pub fn default_search_params(&self) -> SearchParams {
-        SearchParams::for_profile(&self.manifest.profile).with_io_defaults(self.records_per_block())
+    /// The search defaults of this index: its profile's (block search and
+    /// the pipeline for starling) unless given, then the beam width and
+    /// queries in flight that suit its blocks (`with_io_defaults`).
+    pub fn search_defaults(
+        &self,
+        page_search: Option<bool>,
+        pipeline: Option<bool>,
+    ) -> SearchParams {
+        let profile = SearchParams::for_profile(&self.manifest.profile);
+        SearchParams {
+            page_search: page_search.unwrap_or(profile.page_search),
+            pipeline: pipeline.unwrap_or(profile.pipeline),
+            ..profile
+        }
+        .with_io_defaults(self.records_per_block())
     }
 
     pub fn dim(&self) -> usize {

@@ -9,7 +9,7 @@
 //! (both are keyed by id, not by position). The result is byte-identical to
 //! building the same parameters with `--profile starling` (tested).
 
-use super::build::{peak_rss_bytes, BuildReport, BUILD_REPORT};
+use super::build::{peak_rss_bytes, write_report, BuildReport};
 use super::commit::{file_entry, Staging};
 use super::graph_file::read_graph;
 use super::manifest::{Manifest, MANIFEST};
@@ -147,12 +147,7 @@ pub fn relayout(
     };
     let mpath = staging.dir.join(MANIFEST);
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
-    let rpath = staging.dir.join(BUILD_REPORT);
-    std::fs::write(
-        &rpath,
-        serde_json::to_string_pretty(&out).expect("report") + "\n",
-    )
-    .at("write", &rpath)?;
+    write_report(&staging.dir, &out)?;
     staging.commit()?;
     Ok(out)
 }

@@ -40,7 +40,21 @@ pub fn claim_and_route(
         }
     }
     for &t in targets {
-        s.add_neighbors(ctx, t, ctx.layout.record_slice(t, span));
+        s.add_neighbors(ctx, t, record_of(ctx, &records, t, span));
+    }
+}
+
+/// Node `id`'s record among a page's `records` (a blocked page's records
+/// are found by walking its directory, so the walk is done once per page).
+fn record_of<'a>(
+    ctx: &'a SearchContext,
+    records: &[(u32, &'a [u8])],
+    id: u32,
+    span: &'a [u8],
+) -> &'a [u8] {
+    match records.iter().find(|r| r.0 == id) {
+        Some(&(_, rec)) => rec,
+        None => ctx.layout.record_slice(id, span),
     }
 }
 
@@ -60,23 +74,20 @@ pub fn explore_others(
     let mut records = Vec::new();
     ctx.layout.block_records(first, span, &mut records);
     let per_page = records.len();
-    let mut others: Vec<(f32, u32, bool)> = claimed
+    let mut others: Vec<(f32, u32, bool, &[u8])> = claimed
         .iter()
         .map(|&(id, listed)| {
-            (
-                s.add_exact(ctx, id, ctx.layout.record_slice(id, span)),
-                id,
-                listed,
-            )
+            let rec = record_of(ctx, &records, id, span);
+            (s.add_exact(ctx, id, rec), id, listed, rec)
         })
         .collect();
     others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let keep = (per_page.saturating_sub(1) as f32 * sigma).ceil() as usize;
-    for (i, &(_, id, listed)) in others.iter().enumerate() {
+    for (i, &(_, id, listed, rec)) in others.iter().enumerate() {
         // A listed record was marked expanded when claimed, so it must be
         // expanded here or its neighbours would never be seen.
         if i < keep || listed {
-            s.add_neighbors(ctx, id, ctx.layout.record_slice(id, span));
+            s.add_neighbors(ctx, id, rec);
         }
     }
 }
