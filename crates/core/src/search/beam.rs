@@ -186,7 +186,10 @@ impl BeamSearch {
 
     /// Expands a node: exact distance, then its neighbours into the list.
     fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
-        self.add_exact(ctx, id, record);
+        let d = self.add_exact(ctx, id, record);
+        if self.prune_ratio.is_some() {
+            self.list_exact(id, d, true);
+        }
         self.add_neighbors(ctx, id, record);
     }
 
@@ -227,6 +230,21 @@ impl BeamSearch {
     /// Whether `id` may still enter the candidate list (and so be read).
     pub(super) fn mark_visited(&mut self, id: u32) -> bool {
         self.visited.insert(id)
+    }
+
+    /// Block search: a record of a page the search holds takes its exact
+    /// distance `dist` in the candidate list, as an expanded entry (no hop
+    /// goes to it: `listed` ones were waiting there and are now expanded,
+    /// the others are claimed). Ranked by what they really are, close
+    /// records push out candidates they beat and far ones stop holding a
+    /// place, so the list converges on fewer reads (Starling §5.2: both sets
+    /// are updated with the block search outcome).
+    pub(super) fn list_exact(&mut self, id: u32, dist: f32, listed: bool) {
+        if listed {
+            self.list.refine(id, dist);
+        } else {
+            self.list.insert_expanded(id, dist);
+        }
     }
 
     /// Marks `id` expanded if it waits in the list; true if it did.
@@ -286,7 +304,10 @@ impl BeamSearch {
             hop.targets_of(page, &mut targets);
             let span = &hop.bufs[page];
             for &t in &targets {
-                self.add_exact(ctx, t, ctx.layout.record_slice(t, span));
+                let d = self.add_exact(ctx, t, ctx.layout.record_slice(t, span));
+                if self.prune_ratio.is_some() {
+                    self.list_exact(t, d, true);
+                }
             }
             if let Some(sigma) = self.prune_ratio {
                 super::block::explore_others(self, ctx, span, &hop.claimed[page], sigma);

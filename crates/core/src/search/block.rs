@@ -7,6 +7,13 @@
 //! that was read becomes a candidate later, so a page is never read twice for
 //! records it already delivered.
 //!
+//! Every record of the page, target included, then stands in the candidate
+//! list at its exact distance as an expanded entry ("both sets are updated
+//! with the block search outcome", §5.2). Without that, the records claimed
+//! from a page never entered the list, so the list kept worse candidates in
+//! their place and read them before it converged: on the 96-d set this cut
+//! reads at recall 0.95 from 12.91 to 12.64 per query.
+//!
 //! On a shuffled layout (BNF) the other records are mostly the target's
 //! neighbours, which is where the saving comes from; on id order they are
 //! unrelated nodes and block search only adds distance computations.
@@ -78,7 +85,9 @@ pub fn explore_others(
         .iter()
         .map(|&(id, listed)| {
             let rec = record_of(ctx, &records, id, span);
-            (s.add_exact(ctx, id, rec), id, listed, rec)
+            let d = s.add_exact(ctx, id, rec);
+            s.list_exact(id, d, listed);
+            (d, id, listed, rec)
         })
         .collect();
     others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

@@ -91,11 +91,27 @@ impl CandidateList {
     /// `id` is not already present (it keeps a visited set).
     #[inline]
     pub fn insert(&mut self, id: u32, dist: f32) -> Option<usize> {
-        let c = Candidate {
+        self.insert_candidate(Candidate {
             dist,
             id,
             expanded: false,
-        };
+        })
+    }
+
+    /// Inserts `id` as already expanded (as `insert` otherwise): a node
+    /// whose record the search already holds takes its place in the list,
+    /// so it pushes out the candidates it beats and no hop goes to it.
+    pub fn insert_expanded(&mut self, id: u32, dist: f32) -> Option<usize> {
+        self.insert_candidate(Candidate {
+            dist,
+            id,
+            expanded: true,
+        })
+    }
+
+    #[inline]
+    fn insert_candidate(&mut self, c: Candidate) -> Option<usize> {
+        let (id, dist) = (c.id, c.dist);
         if self.items.len() >= self.capacity {
             match self.items.last() {
                 Some(last) if before(dist, id, last) => {}
@@ -152,6 +168,19 @@ impl CandidateList {
             }
             _ => false,
         }
+    }
+
+    /// Gives the expanded entry `id` the distance `dist` (its exact
+    /// distance, once its record is read), moving it to its new place.
+    pub fn refine(&mut self, id: u32, dist: f32) {
+        let Some(i) = self.items.iter().position(|c| c.id == id) else {
+            return;
+        };
+        let c = self.items.remove(i);
+        if i < self.cursor {
+            self.cursor -= 1;
+        }
+        self.insert_candidate(Candidate { dist, ..c });
     }
 
     /// Whether any entry is still unexpanded.
@@ -218,6 +247,75 @@ mod tests {
             let got: Vec<u32> = l.as_slice().iter().map(|c| c.id).collect();
             prop_assert_eq!(got, want);
             prop_assert!(l.as_slice().iter().all(|c| c.expanded == popped.contains(&c.id)));
+        }
+    }
+
+    /// One operation of a block search on the list.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u32, u32),
+        InsertExpanded(u32, u32),
+        Refine(u32, u32),
+        Pop,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u32..200, 0u32..60).prop_map(|(i, d)| Op::Insert(i, d)),
+            (0u32..200, 0u32..60).prop_map(|(i, d)| Op::InsertExpanded(i, d)),
+            (0u32..200, 0u32..60).prop_map(|(i, d)| Op::Refine(i, d)),
+            Just(Op::Pop),
+        ]
+    }
+
+    proptest! {
+        /// Against a plain model (a sorted vector of (dist, id, expanded),
+        /// truncated to capacity): inserting expanded entries and refining
+        /// distances keep the list sorted and bounded, and a pop always
+        /// returns the closest unexpanded entry, never an entry inserted as
+        /// expanded.
+        #[test]
+        fn expanded_inserts_and_refines_match_a_model(ops in proptest::collection::vec(op(), 1..200),
+                                                       cap in 1usize..24) {
+            let mut l = CandidateList::new(cap);
+            let mut model: Vec<(u32, u32, bool)> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            let mut born_expanded = std::collections::HashSet::new();
+            for o in ops {
+                match o {
+                    Op::Insert(id, d) | Op::InsertExpanded(id, d) => {
+                        if !seen.insert(id) { continue; }
+                        let expanded = matches!(o, Op::InsertExpanded(..));
+                        if expanded {
+                            born_expanded.insert(id);
+                            l.insert_expanded(id, d as f32);
+                        } else {
+                            l.insert(id, d as f32);
+                        }
+                        model.push((d, id, expanded));
+                    }
+                    Op::Refine(id, d) => {
+                        l.refine(id, d as f32);
+                        if let Some(e) = model.iter_mut().find(|e| e.1 == id) {
+                            e.0 = d;
+                        }
+                    }
+                    Op::Pop => {
+                        let want = model.iter().filter(|e| !e.2).map(|e| (e.0, e.1)).min();
+                        let got = l.pop_closest_unexpanded().map(|c| (c.dist as u32, c.id));
+                        prop_assert_eq!(got, want);
+                        if let Some((_, id)) = got {
+                            prop_assert!(!born_expanded.contains(&id));
+                            model.iter_mut().find(|e| e.1 == id).expect("in model").2 = true;
+                        }
+                    }
+                }
+                model.sort();
+                model.truncate(cap);
+                let got: Vec<(u32, u32, bool)> =
+                    l.as_slice().iter().map(|c| (c.dist as u32, c.id, c.expanded)).collect();
+                prop_assert_eq!(&got, &model);
+            }
         }
     }
 
