@@ -49,6 +49,11 @@ impl VisitedSet {
 
     /// Makes room for `n` ids without growing on the way.
     pub fn reserve(&mut self, n: usize) {
+        if self.len == 0 && n * 2 > self.table.len() {
+            // Nothing to rehash: allocate the final size at once.
+            *self = Self::with_capacity(n);
+            return;
+        }
         while n * 2 > self.table.len() {
             self.grow();
         }
@@ -134,9 +139,15 @@ mod tests {
         #[test]
         fn behaves_like_hashset(ids in proptest::collection::vec(0u32..5000, 0..3000)) {
             let mut v = VisitedSet::with_capacity(8);
+            // Reserving on an empty set and on a filled one.
+            v.reserve(ids.len() / 3);
             let mut h = HashSet::new();
-            for &id in &ids {
+            for (i, &id) in ids.iter().enumerate() {
                 prop_assert_eq!(v.insert(id), h.insert(id));
+                if i == ids.len() / 2 {
+                    v.reserve(ids.len());
+                    prop_assert!(v.capacity() >= ids.len());
+                }
             }
             prop_assert_eq!(v.len(), h.len());
             for id in 0..5000u32 {
