@@ -186,10 +186,7 @@ impl BeamSearch {
 
     /// Expands a node: exact distance, then its neighbours into the list.
     fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
-        let d = self.add_exact(ctx, id, record);
-        if self.prune_ratio.is_some() {
-            self.list_exact(id, d, true);
-        }
+        self.add_exact(ctx, id, record);
         self.add_neighbors(ctx, id, record);
     }
 
@@ -232,18 +229,22 @@ impl BeamSearch {
         self.visited.insert(id)
     }
 
-    /// Block search: a record of a page the search holds takes its exact
-    /// distance `dist` in the candidate list, as an expanded entry (no hop
-    /// goes to it: `listed` ones were waiting there and are now expanded,
-    /// the others are claimed). Ranked by what they really are, close
-    /// records push out candidates they beat and far ones stop holding a
-    /// place, so the list converges on fewer reads (Starling §5.2: both sets
-    /// are updated with the block search outcome).
-    pub(super) fn list_exact(&mut self, id: u32, dist: f32, listed: bool) {
-        if listed {
-            self.list.refine(id, dist);
-        } else {
-            self.list.insert_expanded(id, dist);
+    /// Block search: records claimed from a page (never to be read for
+    /// themselves) stand in the candidate list as expanded entries, ranked
+    /// by their PQ estimate like every other entry. They push out the
+    /// candidates they beat, which would otherwise be read before the list
+    /// converged (Starling §5.2: both sets are updated with the block search
+    /// outcome). Estimates, not exact distances: PQ estimates run low by the
+    /// quantisation error (a centroid is its cell's mean), so an exact
+    /// distance ranks behind estimates it should beat; at 384-d with 8
+    /// dimensions per sub-space that kept the list from converging.
+    pub(super) fn list_claimed(&mut self, ctx: &SearchContext, ids: &[u32]) {
+        self.fresh_est.resize(ids.len(), 0.0);
+        ctx.quantizer
+            .estimate_many(&self.table, ids, &mut self.fresh_est);
+        self.stats.estimated += ids.len() as u64;
+        for (&id, &est) in ids.iter().zip(&self.fresh_est) {
+            self.list.insert_expanded(id, est);
         }
     }
 
@@ -304,10 +305,7 @@ impl BeamSearch {
             hop.targets_of(page, &mut targets);
             let span = &hop.bufs[page];
             for &t in &targets {
-                let d = self.add_exact(ctx, t, ctx.layout.record_slice(t, span));
-                if self.prune_ratio.is_some() {
-                    self.list_exact(t, d, true);
-                }
+                self.add_exact(ctx, t, ctx.layout.record_slice(t, span));
             }
             if let Some(sigma) = self.prune_ratio {
                 super::block::explore_others(self, ctx, span, &hop.claimed[page], sigma);

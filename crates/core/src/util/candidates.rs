@@ -170,19 +170,6 @@ impl CandidateList {
         }
     }
 
-    /// Gives the expanded entry `id` the distance `dist` (its exact
-    /// distance, once its record is read), moving it to its new place.
-    pub fn refine(&mut self, id: u32, dist: f32) {
-        let Some(i) = self.items.iter().position(|c| c.id == id) else {
-            return;
-        };
-        let c = self.items.remove(i);
-        if i < self.cursor {
-            self.cursor -= 1;
-        }
-        self.insert_candidate(Candidate { dist, ..c });
-    }
-
     /// Whether any entry is still unexpanded.
     pub fn has_unexpanded(&self) -> bool {
         self.items[self.cursor.min(self.items.len())..]
@@ -255,7 +242,6 @@ mod tests {
     enum Op {
         Insert(u32, u32),
         InsertExpanded(u32, u32),
-        Refine(u32, u32),
         Pop,
     }
 
@@ -263,19 +249,18 @@ mod tests {
         prop_oneof![
             (0u32..200, 0u32..60).prop_map(|(i, d)| Op::Insert(i, d)),
             (0u32..200, 0u32..60).prop_map(|(i, d)| Op::InsertExpanded(i, d)),
-            (0u32..200, 0u32..60).prop_map(|(i, d)| Op::Refine(i, d)),
             Just(Op::Pop),
         ]
     }
 
     proptest! {
         /// Against a plain model (a sorted vector of (dist, id, expanded),
-        /// truncated to capacity): inserting expanded entries and refining
-        /// distances keep the list sorted and bounded, and a pop always
+        /// truncated to capacity): inserting expanded entries keeps the list
+        /// sorted and bounded, and a pop always
         /// returns the closest unexpanded entry, never an entry inserted as
         /// expanded.
         #[test]
-        fn expanded_inserts_and_refines_match_a_model(ops in proptest::collection::vec(op(), 1..200),
+        fn expanded_inserts_match_a_model(ops in proptest::collection::vec(op(), 1..200),
                                                        cap in 1usize..24) {
             let mut l = CandidateList::new(cap);
             let mut model: Vec<(u32, u32, bool)> = Vec::new();
@@ -293,12 +278,6 @@ mod tests {
                             l.insert(id, d as f32);
                         }
                         model.push((d, id, expanded));
-                    }
-                    Op::Refine(id, d) => {
-                        l.refine(id, d as f32);
-                        if let Some(e) = model.iter_mut().find(|e| e.1 == id) {
-                            e.0 = d;
-                        }
                     }
                     Op::Pop => {
                         let want = model.iter().filter(|e| !e.2).map(|e| (e.0, e.1)).min();
