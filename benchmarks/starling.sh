@@ -7,11 +7,15 @@
 #   3. range search vs doubling-k k-NN (AP against exact range ground truth)
 #      on wordnet-minilm,
 #   4. the markdown tables (benchmarks/starling_table.py) into
-#      benchmarks/results/starling-*.md, pasted into BENCHMARKS.md by hand.
+#      benchmarks/results/starling-*.md, pasted into BENCHMARKS.md by hand,
+#   5. QPS_RUNS (default 5) more runs of diskann and starling alone on the
+#      96-d set, and the median QPS ratio at recall 0.95 over them and the
+#      run of step 2 (benchmarks/qps_ratio.py): one run's ratio moves by
+#      ±15% on a shared VM.
 # Needs the data sets (scripts/wordnet.sh full; the PCA set is made here if
-# missing). About 30 minutes on this 2-vCPU machine, 15 of them BNS on the
-# 96-d set (not run on the 384-d set: hours); --no-bns skips BNS. Run it
-# with nothing else on the machine.
+# missing). About 25 minutes on this 2-vCPU machine, 15 of them BNS on the
+# 96-d set (not run on the 384-d set: hours); --no-bns skips BNS (10
+# minutes). Run it with nothing else on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,4 +58,12 @@ for set in pca96 384; do
     > "$res/starling-$set.md"
 done
 python3 benchmarks/starling_table.py "$res/range-384.jsonl" > "$res/range-384.md"
-echo "tables: $res/starling-pca96.md $res/starling-384.md $res/range-384.md"
+
+runs=()
+for r in $(seq "${QPS_RUNS:-5}"); do
+  "$bin" bench --data "$pca" --work "$work" --out "$res/qps-pca96-$r.jsonl" --profiles diskann,starling \
+    --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24)" --repeats 3 --device-seconds 0
+  runs+=("$res/qps-pca96-$r.jsonl")
+done
+python3 benchmarks/qps_ratio.py "$res/starling-pca96.jsonl" "${runs[@]}" | tee "$res/qps-pca96.md"
+echo "tables: $res/starling-pca96.md $res/starling-384.md $res/range-384.md $res/qps-pca96.md"
