@@ -55,6 +55,8 @@ pub struct BeamSearch {
     /// Scratch: a node's not yet visited neighbours and their estimates.
     fresh: Vec<u32>,
     fresh_est: Vec<f32>,
+    /// Scratch: the records a page brings that the search had not seen.
+    scratch_ids: Vec<u32>,
 }
 
 /// Range search's stopping rule (Starling, range search): with window size
@@ -98,6 +100,7 @@ impl BeamSearch {
             range: None,
             fresh: Vec::new(),
             fresh_est: Vec::new(),
+            scratch_ids: Vec::new(),
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
@@ -246,6 +249,18 @@ impl BeamSearch {
         for (&id, &est) in ids.iter().zip(&self.fresh_est) {
             self.list.insert_expanded(id, est);
         }
+    }
+
+    /// An empty id buffer kept from page to page (block search's claimed
+    /// records); give it back with `put_scratch_ids`.
+    pub(super) fn take_scratch_ids(&mut self) -> Vec<u32> {
+        let mut v = std::mem::take(&mut self.scratch_ids);
+        v.clear();
+        v
+    }
+
+    pub(super) fn put_scratch_ids(&mut self, v: Vec<u32>) {
+        self.scratch_ids = v;
     }
 
     /// Marks `id` expanded if it waits in the list; true if it did.

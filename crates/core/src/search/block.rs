@@ -34,7 +34,7 @@ pub fn claim_and_route(
     let mut records = Vec::new();
     ctx.layout.block_records(targets[0], span, &mut records);
     claimed.clear();
-    let mut fresh = Vec::new();
+    let mut fresh = s.take_scratch_ids();
     for &(id, _) in &records {
         if targets.contains(&id) {
             continue;
@@ -47,6 +47,7 @@ pub fn claim_and_route(
         }
     }
     s.list_claimed(ctx, &fresh);
+    s.put_scratch_ids(fresh);
     for &t in targets {
         s.add_neighbors(ctx, t, record_of(ctx, &records, t, span));
     }
@@ -89,7 +90,7 @@ pub fn explore_others(
             (s.add_exact(ctx, id, rec), id, listed, rec)
         })
         .collect();
-    others.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    others.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let keep = (per_page.saturating_sub(1) as f32 * sigma).ceil() as usize;
     for (i, &(_, id, listed, rec)) in others.iter().enumerate() {
         // A listed record was marked expanded when claimed, so it must be
