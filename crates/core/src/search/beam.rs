@@ -80,8 +80,9 @@ impl BeamSearch {
             query,
             table: Vec::new(),
             list: CandidateList::new(complexity),
-            // Sized for the ~R new ids each of ~L hops adds, so it rarely grows.
-            visited: VisitedSet::with_capacity((complexity * 48).max(2048)),
+            // Sized for the ~R new ids each of ~L hops adds, so it rarely
+            // grows (or a bitmap of all ids, when that is no larger).
+            visited: VisitedSet::for_ids_below(ctx.n, (complexity * 48).max(2048)),
             exact: Vec::with_capacity(complexity * 2),
             beam_width: beam_width.max(1),
             pending: 0,
