@@ -242,26 +242,18 @@ impl BeamSearch {
     /// quantisation error (a centroid is its cell's mean), so an exact
     /// distance ranks behind estimates it should beat; at 384-d with 8
     /// dimensions per sub-space that kept the list from converging.
-    pub(super) fn list_claimed(&mut self, ctx: &SearchContext, ids: &[u32]) {
-        self.fresh_est.resize(ids.len(), 0.0);
+    /// `claimed`: (id, was listed); the listed ones are in the list already.
+    pub(super) fn list_claimed(&mut self, ctx: &SearchContext, claimed: &[(u32, bool)]) {
+        self.scratch_ids.clear();
+        self.scratch_ids
+            .extend(claimed.iter().filter(|c| !c.1).map(|c| c.0));
+        self.fresh_est.resize(self.scratch_ids.len(), 0.0);
         ctx.quantizer
-            .estimate_many(&self.table, ids, &mut self.fresh_est);
-        self.stats.estimated += ids.len() as u64;
-        for (&id, &est) in ids.iter().zip(&self.fresh_est) {
+            .estimate_many(&self.table, &self.scratch_ids, &mut self.fresh_est);
+        self.stats.estimated += self.scratch_ids.len() as u64;
+        for (&id, &est) in self.scratch_ids.iter().zip(&self.fresh_est) {
             self.list.insert_expanded(id, est);
         }
-    }
-
-    /// An empty id buffer kept from page to page (block search's claimed
-    /// records); give it back with `put_scratch_ids`.
-    pub(super) fn take_scratch_ids(&mut self) -> Vec<u32> {
-        let mut v = std::mem::take(&mut self.scratch_ids);
-        v.clear();
-        v
-    }
-
-    pub(super) fn put_scratch_ids(&mut self, v: Vec<u32>) {
-        self.scratch_ids = v;
     }
 
     /// Marks `id` expanded if it waits in the list; true if it did.

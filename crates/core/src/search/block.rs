@@ -34,20 +34,17 @@ pub fn claim_and_route(
     let mut records = Vec::new();
     ctx.layout.block_records(targets[0], span, &mut records);
     claimed.clear();
-    let mut fresh = s.take_scratch_ids();
     for &(id, _) in &records {
         if targets.contains(&id) {
             continue;
         }
         if s.mark_visited(id) {
             claimed.push((id, false));
-            fresh.push(id);
         } else if s.take_from_list(id) {
             claimed.push((id, true));
         }
     }
-    s.list_claimed(ctx, &fresh);
-    s.put_scratch_ids(fresh);
+    s.list_claimed(ctx, claimed);
     for &t in targets {
         s.add_neighbors(ctx, t, record_of(ctx, &records, t, span));
     }

@@ -256,12 +256,11 @@ mod tests {
     proptest! {
         /// Against a plain model (a sorted vector of (dist, id, expanded),
         /// truncated to capacity): inserting expanded entries keeps the list
-        /// sorted and bounded, and a pop always
-        /// returns the closest unexpanded entry, never an entry inserted as
-        /// expanded.
+        /// sorted and bounded, and a pop always returns the closest
+        /// unexpanded entry, never an entry inserted as expanded.
         #[test]
         fn expanded_inserts_match_a_model(ops in proptest::collection::vec(op(), 1..200),
-                                                       cap in 1usize..24) {
+                                          cap in 1usize..24) {
             let mut l = CandidateList::new(cap);
             let mut model: Vec<(u32, u32, bool)> = Vec::new();
             let mut seen = std::collections::HashSet::new();
