@@ -320,12 +320,14 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
+        nav_complexity: i64,
         beam_width: Option<i64>,
         in_flight: Option<i64>,
     ) -> PyResult<SearchParams> {
         let base = self.inner.search_defaults(page_search, pipeline);
         Ok(SearchParams {
             prune_ratio,
+            nav_complexity: count("nav_complexity", nav_complexity, 1)?,
             beam_width: match beam_width {
                 Some(w) => count("beam_width", w, 1)?,
                 None => base.beam_width,
@@ -565,7 +567,7 @@ impl Index {
     #[pyo3(signature = (
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
-        prune_ratio = 0.3, on_error = "raise"
+        prune_ratio = 0.3, nav_complexity = 16, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -581,6 +583,7 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
+        nav_complexity: i64,
         on_error: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
@@ -588,8 +591,14 @@ impl Index {
         // to the engine, whose messages name the valid range.
         let k = count("k", k, 0)?;
         let mask = on_error_mask(on_error)?;
-        let base =
-            this.profile_options(page_search, pipeline, prune_ratio, beam_width, in_flight)?;
+        let base = this.profile_options(
+            page_search,
+            pipeline,
+            prune_ratio,
+            nav_complexity,
+            beam_width,
+            in_flight,
+        )?;
         let params = SearchParams {
             k,
             // L below k cannot return k results; raise it rather than fail.
@@ -636,7 +645,7 @@ impl Index {
     #[pyo3(signature = (
         queries, radius, *, complexity = 32, beam_width = None, threads = None, in_flight = None,
         phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3,
-        on_error = "raise"
+        nav_complexity = 16, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn range_search<'py>(
@@ -653,12 +662,19 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
         prune_ratio: f32,
+        nav_complexity: i64,
         on_error: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let mask = on_error_mask(on_error)?;
-        let base =
-            this.profile_options(page_search, pipeline, prune_ratio, beam_width, in_flight)?;
+        let base = this.profile_options(
+            page_search,
+            pipeline,
+            prune_ratio,
+            nav_complexity,
+            beam_width,
+            in_flight,
+        )?;
         let params = SearchParams {
             k: 1,
             complexity: count("complexity", complexity, 1)?,

@@ -278,6 +278,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        nav_complexity: int = 16,
         on_error: str = "raise",
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every indexed vector within ``radius`` of each query, like faiss.
@@ -287,8 +288,9 @@ class Index:
         list of ``complexity`` and doubles it while at least the share
         ``phi`` of it lies within the radius, up to ``max_complexity``
         (Starling's range search; candidates are resumed, never re-searched).
-        ``page_search``, ``pipeline``, ``prune_ratio`` and ``on_error`` are
-        as in :meth:`search` (a masked query has an empty slice).
+        ``page_search``, ``pipeline``, ``prune_ratio``, ``nav_complexity``
+        and ``on_error`` are as in :meth:`search` (a masked query has an
+        empty slice).
 
         Returns
         -------
@@ -310,6 +312,7 @@ class Index:
             page_search=page_search,
             pipeline=pipeline,
             prune_ratio=float(prune_ratio),
+            nav_complexity=nav_complexity,
             on_error=on_error,
         )
 
@@ -326,6 +329,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        nav_complexity: int = 16,
         on_error: str = "raise",
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
@@ -365,6 +369,10 @@ class Index:
             search (Starling §4.2). Default: on for ``starling`` indexes.
         prune_ratio : float
             Block search's pruning ratio σ, in [0, 1].
+        nav_complexity : int
+            Search list size of the in-memory navigation graph's search
+            (Starling §4.3), for indexes that have one; its best 4 nodes
+            start the disk search. At least 1.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -406,6 +414,7 @@ class Index:
             page_search=page_search,
             pipeline=pipeline,
             prune_ratio=float(prune_ratio),
+            nav_complexity=nav_complexity,
             on_error=on_error,
         )
 

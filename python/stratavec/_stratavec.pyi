@@ -65,6 +65,7 @@ class Index:
         page_search: Optional[bool] = ...,
         pipeline: Optional[bool] = ...,
         prune_ratio: float = ...,
+        nav_complexity: int = ...,
         on_error: str = ...,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def search(
@@ -80,5 +81,6 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
+        nav_complexity: int = 16,
         on_error: str = "raise",
     ) -> Tuple[Any, ...]: ...

@@ -538,5 +538,10 @@ def test_starling_profile_switches(tmp_path, data):
     assert recall(I, truth) >= 0.9
     with pytest.raises(ValueError, match="prune_ratio"):
         idx.search(q, K, prune_ratio=1.5)
+    # The navigation graph's own list size is a search option.
+    _, I = idx.search(q, K, complexity=40, nav_complexity=64)
+    assert recall(I, truth) >= 0.9
+    with pytest.raises(ValueError, match="nav_complexity"):
+        idx.search(q, K, nav_complexity=0)
     with pytest.raises(ValueError, match="shuffle"):
         stratavec.build_index(x, tmp_path / "bad", shuffle="bnq", **BUILD)

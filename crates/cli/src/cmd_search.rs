@@ -50,6 +50,10 @@ pub struct Args {
     /// §4.3); false starts from the medoid and gives its memory to the cache.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     nav_graph: bool,
+    /// Search list size of the navigation graph's search (its best 4 nodes
+    /// start the disk search).
+    #[arg(long, default_value_t = 16)]
+    nav_complexity: usize,
     /// Range search: every vector within this distance; --gt must then be a
     /// range ground truth (`stratavec gt --radius`). Reports AP, recall and
     /// precision instead of recall@k.
@@ -179,6 +183,7 @@ impl Args {
             threads,
             in_flight: self.in_flight.unwrap_or(base.in_flight),
             prune_ratio: self.prune_ratio,
+            nav_complexity: self.nav_complexity,
             ..base
         }
     }

@@ -7,8 +7,10 @@ pub use nav_graph::NavGraph;
 /// Chooses the start node(s) of one query's graph search.
 pub trait EntryPoints: Send + Sync {
     fn name(&self) -> &'static str;
-    /// Appends the start node ids for `query` to `out`.
-    fn starts(&self, query: &[f32], out: &mut Vec<u32>);
+    /// Appends the start node ids for `query` to `out`. `complexity` is the
+    /// search list size of strategies that search for their starts (the
+    /// navigation graph); the others ignore it.
+    fn starts(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>);
     /// Bytes held in RAM.
     fn resident_bytes(&self) -> usize {
         0
@@ -23,7 +25,7 @@ impl EntryPoints for Medoid {
         "medoid"
     }
 
-    fn starts(&self, _query: &[f32], out: &mut Vec<u32>) {
+    fn starts(&self, _query: &[f32], _complexity: usize, out: &mut Vec<u32>) {
         out.push(self.0);
     }
 }

@@ -29,8 +29,6 @@ pub struct NavGraph {
     medoid: u32,
     /// Start nodes handed to the disk search per query.
     entries: usize,
-    /// Search list size in the navigation graph.
-    complexity: usize,
 }
 
 impl NavGraph {
@@ -68,7 +66,6 @@ impl NavGraph {
             lists: g.lists,
             medoid: g.medoid,
             entries: 4,
-            complexity: 64,
         }
     }
 
@@ -174,7 +171,6 @@ impl NavGraph {
             lists,
             medoid,
             entries: entries.max(1),
-            complexity: 64,
         })
     }
 
@@ -192,11 +188,13 @@ impl EntryPoints for NavGraph {
         "nav-graph"
     }
 
-    /// Best-first search of the in-memory graph from its medoid; the nearest
+    /// Best-first search of the in-memory graph from its medoid with a list
+    /// of `complexity` (at least the number of entries); the nearest
     /// `entries` sample nodes (as global ids) start the disk search.
-    fn starts(&self, query: &[f32], out: &mut Vec<u32>) {
-        let mut list = CandidateList::new(self.complexity);
-        let mut visited = VisitedSet::with_capacity(self.complexity * 16);
+    fn starts(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>) {
+        let complexity = complexity.max(self.entries);
+        let mut list = CandidateList::new(complexity);
+        let mut visited = VisitedSet::with_capacity(complexity * 16);
         visited.insert(self.medoid);
         list.insert(self.medoid, self.dist(query, self.medoid));
         while let Some(c) = list.pop_closest_unexpanded() {
@@ -243,7 +241,7 @@ mod tests {
         // to the query (brute force over the sample).
         let q = &data[5 * dim..6 * dim];
         let mut starts = vec![];
-        back.starts(q, &mut starts);
+        back.starts(q, 64, &mut starts);
         assert_eq!(starts.len(), 4);
         let best = nav
             .ids
@@ -258,6 +256,10 @@ mod tests {
             .copied()
             .unwrap();
         assert_eq!(starts[0], best);
+        // A list shorter than the entries handed out is widened to them.
+        let mut few = vec![];
+        back.starts(q, 1, &mut few);
+        assert_eq!(few.len(), 4);
         // Truncation is reported, not mis-read.
         std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
         assert!(NavGraph::read(&path, n, dim, Metric::L2).is_err());

@@ -393,8 +393,9 @@ impl Index {
         self.io_name.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    fn context(&self) -> SearchContext<'_> {
+    fn context(&self, params: &SearchParams) -> SearchContext<'_> {
         SearchContext {
+            entry_complexity: params.nav_complexity,
             layout: &*self.layout,
             quantizer: &self.quantizer,
             cache: &self.cache,
@@ -435,6 +436,9 @@ impl Index {
         }
         if params.beam_width == 0 || params.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", params.beam_width));
+        }
+        if params.nav_complexity == 0 {
+            return Err(Error::argument("nav_complexity", "at least 1", 0));
         }
         if !(0.0..=1.0).contains(&params.prune_ratio) {
             return Err(Error::argument(
@@ -542,7 +546,7 @@ impl Index {
                 ),
             ));
         }
-        let ctx = self.context();
+        let ctx = self.context(params);
         let mut readers = Vec::with_capacity(threads);
         for _ in 0..threads {
             readers.push(self.take_reader(slots)?);

@@ -105,7 +105,8 @@ impl BeamSearch {
         };
         ctx.quantizer.prepare(&s.query.f32, &mut s.table);
         let mut starts = Vec::new();
-        ctx.entry.starts(&s.query.f32, &mut starts);
+        ctx.entry
+            .starts(&s.query.f32, ctx.entry_complexity, &mut starts);
         for id in starts {
             if s.visited.insert(id) {
                 let d = ctx.quantizer.estimate(&s.table, id);

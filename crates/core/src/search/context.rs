@@ -12,6 +12,8 @@ pub struct SearchContext<'a> {
     pub quantizer: &'a dyn Quantizer,
     pub cache: &'a NodeCache,
     pub entry: &'a dyn EntryPoints,
+    /// The search list size `entry` may use (`SearchParams::nav_complexity`).
+    pub entry_complexity: usize,
     pub metric: Metric,
     pub dtype: DType,
     /// Number of vectors: every neighbour id read must be below it.
