@@ -30,6 +30,10 @@ pub(crate) static KERNELS: Kernels = Kernels {
     l2_sq_transposed: |p, ct, o| unsafe { crate::transposed::avx2(p, ct, o) },
     // SAFETY: see `KERNELS`.
     nearest_transposed: |p, ct, o| unsafe { crate::transposed::nearest_avx2(p, ct, o) },
+    // SAFETY: see `KERNELS`.
+    quantize_u16: |s, o| unsafe { crate::lut16::quantize_avx2(s, o) },
+    // SAFETY: see `KERNELS`.
+    pq_adc_rows_u16: |t, c, m, ids, o| unsafe { crate::lut16::rows_avx2(t, c, m, ids, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

@@ -100,7 +100,12 @@ pub struct Kernels {
     pub pq_adc_batch: fn(&[f32], &[u8], usize, &mut [f32]),
     pub l2_sq_transposed: fn(&[f32], &[f32], &mut [f32]),
     pub nearest_transposed: fn(&[f32], &[f32], &mut [f32]) -> usize,
+    pub quantize_u16: fn(&[f32], &mut [u16]) -> (f32, f32),
+    pub pq_adc_rows_u16: RowsU16,
 }
+
+/// `pq_adc_rows_u16(table, codes, m, ids, out)`.
+pub type RowsU16 = fn(&[u16], &[u8], usize, &[u32], &mut [u32]);
 
 struct Active {
     kernels: &'static Kernels,

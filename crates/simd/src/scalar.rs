@@ -14,6 +14,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     pq_adc_batch,
     l2_sq_transposed: crate::transposed::scalar,
     nearest_transposed: crate::transposed::nearest_scalar,
+    quantize_u16: crate::lut16::quantize_scalar,
+    pq_adc_rows_u16: crate::lut16::rows_scalar,
 };
 
 /// Squared Euclidean distance. Panics if the lengths differ.

@@ -114,18 +114,82 @@ proptest! {
         }
     }
 
+    /// Every level quantizes a table to the same u16 values, each within
+    /// half a step of the float it stands for.
     #[test]
-    fn pq_rows_match_reference((m, table, codes, n) in pq_case(), stride in 1usize..17) {
-        // Rows out of order and repeated, as a neighbour list names them.
-        let ids: Vec<u32> = (0..2 * n).map(|i| ((i * stride + 3) % n.max(1)) as u32).collect();
-        let ids = if n == 0 { Vec::new() } else { ids };
-        let mut out = vec![f32::NAN; ids.len()];
-        stratavec_simd::pq_adc_rows(&table, &codes, m, &ids, &mut out);
-        for (&id, &got) in ids.iter().zip(&out) {
-            let (want, abs) = adc_ref(&table, &codes[id as usize * m..(id as usize + 1) * m]);
-            prop_assert!(close(got, want, abs), "row {id}: {got} vs {want}");
+    fn quantize_u16_is_identical_at_every_level_and_within_half_a_step(
+        src in prop::collection::vec(-1e4f32..1e4, 0..3000),
+        constant in any::<bool>(),
+    ) {
+        let src = if constant { vec![src.first().copied().unwrap_or(3.5); src.len()] } else { src };
+        let (mut want, mut got) = (vec![0u16; src.len()], vec![0u16; src.len()]);
+        let (off, scale) = (Level::Scalar.kernels().unwrap().quantize_u16)(&src, &mut want);
+        for &x in &src {
+            prop_assert!(off <= x);
+        }
+        for (&x, &q) in src.iter().zip(&want) {
+            let back = off as f64 + scale as f64 * q as f64;
+            // Half a step, plus f32 rounding of x - offset and of the scaling.
+            let slack = 1e-6 * (x.abs() as f64 + off.abs() as f64);
+            prop_assert!((back - x as f64).abs() <= 0.5 * scale as f64 * (1.0 + 1e-3) + slack,
+                "{x} -> {q} -> {back} (offset {off}, scale {scale})");
+        }
+        if !src.is_empty() && !constant {
+            prop_assert_eq!(*want.iter().max().unwrap(), 65535);
+            prop_assert_eq!(*want.iter().min().unwrap(), 0);
+        }
+        for k in levels() {
+            got.fill(7);
+            let r = (k.quantize_u16)(&src, &mut got);
+            prop_assert_eq!(r, (off, scale), "{:?}", k.level);
+            prop_assert_eq!(&got, &want, "{:?}", k.level);
         }
     }
+
+    /// u16 estimates are exact integer sums at every level, for rows out of
+    /// order and repeated, with the table's padding entry as large as can be
+    /// (a gather that kept the neighbour entry's bits would show it).
+    #[test]
+    fn pq_rows_u16_are_exact_sums(
+        (m, n) in (0usize..100, 1usize..20),
+        seed in any::<u64>(),
+        stride in 1usize..17,
+    ) {
+        let mut x = seed | 1;
+        let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+        let mut table: Vec<u16> = (0..256 * m).map(|_| next() as u16).collect();
+        table.push(u16::MAX);
+        let codes: Vec<u8> = (0..m * n).map(|_| next() as u8).collect();
+        let ids: Vec<u32> = (0..2 * n).map(|i| ((i * stride + 3) % n) as u32).collect();
+        for k in levels() {
+            let mut out = vec![u32::MAX; ids.len()];
+            (k.pq_adc_rows_u16)(&table, &codes, m, &ids, &mut out);
+            for (&id, &got) in ids.iter().zip(&out) {
+                let row = &codes[id as usize * m..(id as usize + 1) * m];
+                let want: u32 = row.iter().enumerate().map(|(j, &c)| table[j * 256 + c as usize] as u32).sum();
+                prop_assert_eq!(got, want, "{:?} row {}", k.level, id);
+            }
+        }
+        let mut out = vec![0u32; ids.len()];
+        stratavec_simd::pq_adc_rows_u16(&table, &codes, m, &ids, &mut out);
+        let mut reference = vec![0u32; ids.len()];
+        (Level::Scalar.kernels().unwrap().pq_adc_rows_u16)(&table, &codes, m, &ids, &mut reference);
+        prop_assert_eq!(out, reference);
+    }
+}
+
+#[test]
+#[should_panic(expected = "256 * m + 1")]
+fn u16_table_without_padding_panics() {
+    let mut out = [0u32; 1];
+    stratavec_simd::pq_adc_rows_u16(&[0u16; 512], &[0, 0], 2, &[0], &mut out);
+}
+
+#[test]
+#[should_panic(expected = "outside the codes")]
+fn u16_rows_out_of_bounds_panic() {
+    let mut out = [0u32; 1];
+    stratavec_simd::pq_adc_rows_u16(&[0u16; 513], &[0, 0], 2, &[1], &mut out);
 }
 
 #[test]
@@ -329,11 +393,4 @@ proptest::proptest! {
             proptest::prop_assert_eq!(got, first_min, "{:?}", kern.level);
         }
     }
-}
-
-#[test]
-#[should_panic(expected = "outside the codes")]
-fn pq_rows_out_of_range_panics() {
-    let mut out = [0.0f32];
-    stratavec_simd::pq_adc_rows(&[0.0; 512], &[0, 0, 0, 0], 2, &[2], &mut out);
 }

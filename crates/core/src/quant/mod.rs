@@ -9,6 +9,20 @@ pub mod pq_file;
 
 pub use pq::{PqCodebook, PqQuantizer};
 
+/// One query's prepared state for a [`Quantizer`] (what `prepare` fills and
+/// the estimates read). Its fields belong to the quantizer that filled it;
+/// a search only keeps it, so its buffers are reused from query to query.
+#[derive(Clone, Debug, Default)]
+pub struct QueryTable {
+    /// Float lookup table (PQ: 256 per sub-space).
+    pub floats: Vec<f32>,
+    /// The same table quantized to u16, plus one entry of padding.
+    pub words: Vec<u16>,
+    /// estimate = `bias + scale * sum of words`.
+    pub bias: f32,
+    pub scale: f32,
+}
+
 /// Estimated distances from in-RAM codes. Smaller is closer, in the same
 /// orientation as the index's exact distance (squared L2, or negated inner
 /// product).
@@ -20,14 +34,14 @@ pub trait Quantizer: Send + Sync {
     /// Bytes held in RAM (codes + codebooks).
     fn resident_bytes(&self) -> usize;
     /// Per-query preparation (e.g. PQ lookup tables) into `table`.
-    fn prepare(&self, query: &[f32], table: &mut Vec<f32>);
-    /// Estimated distance of vector `id` to the prepared query.
-    fn estimate(&self, table: &[f32], id: u32) -> f32;
+    fn prepare(&self, query: &[f32], table: &mut QueryTable);
     /// Estimated distances of many ids at once (`out[i]` for `ids[i]`); a
     /// quantizer may overlap the memory accesses of scattered codes.
-    fn estimate_many(&self, table: &[f32], ids: &[u32], out: &mut [f32]) {
-        for (o, &id) in out.iter_mut().zip(ids) {
-            *o = self.estimate(table, id);
-        }
+    fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]);
+    /// Estimated distance of vector `id` to the prepared query.
+    fn estimate(&self, table: &QueryTable, id: u32) -> f32 {
+        let mut out = [0.0];
+        self.estimate_many(table, &[id], &mut out);
+        out[0]
     }
 }

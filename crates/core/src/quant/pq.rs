@@ -6,7 +6,7 @@
 //! one table look-up per sub-space per vector.
 
 use super::kmeans;
-use super::Quantizer;
+use super::{Quantizer, QueryTable};
 use crate::data::Metric;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
@@ -209,7 +209,37 @@ impl Quantizer for PqQuantizer {
         self.codes.len() + self.codebook.bytes() + transposed
     }
 
-    fn prepare(&self, query: &[f32], table: &mut Vec<f32>) {
+    /// The float table, then the u16 table every estimate is taken from
+    /// (`stratavec_simd::pq_adc_rows_u16`: half the bytes, exact integer
+    /// sums). An estimate is off from the float table's sum by at most
+    /// `m * scale / 2`, with `scale` = the table's range / 65535.
+    fn prepare(&self, query: &[f32], table: &mut QueryTable) {
+        self.float_table(query, &mut table.floats);
+        let n = table.floats.len();
+        table.words.clear();
+        table.words.resize(n + 1, 0);
+        let (offset, scale) = stratavec_simd::quantize_u16(&table.floats, &mut table.words[..n]);
+        table.bias = offset * self.codebook.m as f32;
+        table.scale = scale;
+    }
+
+    fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]) {
+        let m = self.codebook.m;
+        let mut sums = [0u32; 64];
+        for (ids, out) in ids.chunks(sums.len()).zip(out.chunks_mut(sums.len())) {
+            let sums = &mut sums[..ids.len()];
+            stratavec_simd::pq_adc_rows_u16(&table.words, &self.codes, m, ids, sums);
+            for (o, &s) in out.iter_mut().zip(sums.iter()) {
+                *o = table.bias + table.scale * s as f32;
+            }
+        }
+    }
+}
+
+impl PqQuantizer {
+    /// The ADC table of [`PqCodebook::table`], from the transposed
+    /// centroids.
+    fn float_table(&self, query: &[f32], table: &mut Vec<f32>) {
         let cb = &self.codebook;
         table.clear();
         table.resize(cb.m * KSUB, 0.0);
@@ -234,17 +264,6 @@ impl Quantizer for PqQuantizer {
             let (a, b) = (cb.offsets[j], cb.offsets[j + 1]);
             stratavec_simd::l2_sq_transposed(&resid[a..b], &self.transposed[j], row);
         }
-    }
-
-    #[inline]
-    fn estimate(&self, table: &[f32], id: u32) -> f32 {
-        let m = self.codebook.m;
-        let s = id as usize * m;
-        stratavec_simd::pq_adc(table, &self.codes[s..s + m])
-    }
-
-    fn estimate_many(&self, table: &[f32], ids: &[u32], out: &mut [f32]) {
-        stratavec_simd::pq_adc_rows(table, &self.codes, self.codebook.m, ids, out);
     }
 }
 
@@ -329,13 +348,44 @@ mod tests {
         for metric in [Metric::L2, Metric::InnerProduct] {
             let pq = PqQuantizer::new(cb.clone(), codes.clone(), metric);
             let (mut fast, mut slow) = (vec![], vec![]);
-            pq.prepare(&q, &mut fast);
+            pq.float_table(&q, &mut fast);
             cb.table(&q, metric, &mut slow);
             for (a, b) in fast.iter().zip(&slow) {
                 assert!(
                     (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
                     "{metric:?} {a} {b}"
                 );
+            }
+        }
+    }
+
+    /// Estimates come from the u16 table: within m * scale / 2 of the float
+    /// table's sum (plus float rounding), for both metrics, one by one or
+    /// many at once.
+    #[test]
+    fn u16_estimates_stay_within_half_a_step_per_sub_space() {
+        let dim = 24;
+        let x = data(2000, dim, 5);
+        let m = 8;
+        let cb = PqCodebook::train(&x, dim, &params(m));
+        let codes = cb.encode_all(&x);
+        let q = data(1, dim, 99);
+        for metric in [Metric::L2, Metric::InnerProduct] {
+            let pq = PqQuantizer::new(cb.clone(), codes.clone(), metric);
+            let mut t = QueryTable::default();
+            pq.prepare(&q, &mut t);
+            let ids: Vec<u32> = (0..2000).step_by(7).collect();
+            let mut many = vec![0.0; ids.len()];
+            pq.estimate_many(&t, &ids, &mut many);
+            for (&id, &est) in ids.iter().zip(&many) {
+                let code = &codes[id as usize * m..(id as usize + 1) * m];
+                let float = stratavec_simd::scalar::pq_adc(&t.floats, code);
+                let bound = m as f32 * t.scale * 0.5 + 1e-5 * (1.0 + float.abs());
+                assert!(
+                    (est - float).abs() <= bound,
+                    "{metric:?} id {id}: {est} vs {float} (bound {bound})"
+                );
+                assert_eq!(pq.estimate(&t, id), est);
             }
         }
     }

@@ -17,12 +17,13 @@
 use super::context::SearchContext;
 use super::query::PreparedQuery;
 use super::{QueryState, QueryStats};
+use crate::quant::QueryTable;
 use crate::util::candidates::CandidateList;
 use crate::util::visited::VisitedSet;
 
 pub struct BeamSearch {
     query: PreparedQuery,
-    table: Vec<f32>,
+    table: QueryTable,
     list: CandidateList,
     visited: VisitedSet,
     /// Exact distance and id of every expanded node.
@@ -78,7 +79,7 @@ impl BeamSearch {
     ) -> Self {
         let mut s = BeamSearch {
             query,
-            table: Vec::new(),
+            table: QueryTable::default(),
             list: CandidateList::new(complexity),
             // Sized for the ~R new ids each of ~L hops adds, so it rarely
             // grows (or a bitmap of all ids, when that is no larger).
