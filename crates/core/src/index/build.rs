@@ -379,7 +379,7 @@ pub fn build_index(
             .at("write", &pages_path)?;
         let map_path = staging.dir.join("map.bin");
         write_file(&map_path, |w| {
-            position_map::write(w, layout.blocks(), &layout.block_of)
+            position_map::write(w, layout.blocks(), &layout.block_map())
         })?;
         extra_files.push("map.bin");
         layout.name()

@@ -106,7 +106,7 @@ pub fn relayout(
     }
     let map_path = staging.dir.join("map.bin");
     let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
-    position_map::write(&mut mw, layout.blocks(), &layout.block_of)
+    position_map::write(&mut mw, layout.blocks(), &layout.block_map())
         .and_then(|_| mw.flush())
         .at("write", &map_path)?;
     drop(mw);

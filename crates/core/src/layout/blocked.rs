@@ -19,6 +19,7 @@ use super::record::{id_bits, packed_len, write_packed, NodeView};
 use super::shuffle::{BlockAssignment, Capacity};
 use super::{Layout, Span};
 use crate::data::DType;
+use crate::util::packed::PackedInts;
 use std::io::Write;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,8 +33,9 @@ pub struct BlockedLayout {
     pub id_bits: u32,
     /// Bytes of a record with `max_degree` neighbours (node cache slots).
     pub max_record_bytes: usize,
-    /// Block of each node.
-    pub block_of: Vec<u32>,
+    /// Block of each node, in ⌈log2 blocks⌉ bits (96-d wordnet: 14 bits,
+    /// 204 KB instead of 467 KB; the difference goes to the node cache).
+    block_of: PackedInts,
     pub blocks: usize,
     /// All zero: what a record missing from its block reads as (a corrupt
     /// page), a zero vector with no neighbours.
@@ -96,7 +98,7 @@ impl BlockedLayout {
             max_degree,
             id_bits: bits,
             max_record_bytes,
-            block_of,
+            block_of: PackedInts::new(&block_of, PackedInts::bits_for(blocks)),
             blocks,
             zero_record: vec![0; max_record_bytes],
         }
@@ -104,6 +106,11 @@ impl BlockedLayout {
 
     pub fn blocks(&self) -> usize {
         self.blocks
+    }
+
+    /// The block of every node, unpacked (for writing `map.bin`).
+    pub fn block_map(&self) -> Vec<u32> {
+        (0..self.n).map(|i| self.block_of.get(i)).collect()
     }
 
     fn vector_bytes(&self) -> usize {
@@ -201,7 +208,7 @@ impl Layout for BlockedLayout {
     }
 
     fn span_of(&self, id: u32) -> Span {
-        let block = self.block_of[id as usize] as usize;
+        let block = self.block_of.get(id as usize) as usize;
         Span {
             offset: ((1 + block) * self.page_size) as u64,
             len: self.page_size as u32,
@@ -246,7 +253,7 @@ impl Layout for BlockedLayout {
 
     /// The id→block map.
     fn resident_bytes(&self) -> usize {
-        self.block_of.capacity() * 4
+        self.block_of.bytes()
     }
 }
 

@@ -1,7 +1,8 @@
 //! `map.bin`: the block of each node in a shuffled layout.
 //! Magic "STRVMAP2", u64 n, u64 blocks, then n u32 block numbers. Loaded
-//! whole at open (4 bytes per node, counted in the memory report); the
-//! node's place inside its block is in the block's own directory.
+//! whole at open and kept packed in ⌈log2 blocks⌉ bits a node (counted as
+//! "map" in the memory report); the node's place inside its block is in the
+//! block's own directory.
 
 use crate::error::{Error, FileContext, Result};
 use std::io::Write;

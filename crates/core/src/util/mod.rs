@@ -1,4 +1,5 @@
 //! Small shared structures used by both the graph build and search.
 pub mod candidates;
+pub mod packed;
 pub mod rng;
 pub mod visited;
