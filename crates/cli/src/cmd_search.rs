@@ -146,6 +146,9 @@ pub fn run(a: Args) -> Result<()> {
             in_flight: params.in_flight,
         };
         let m = &row.measured;
+        if let Some(w) = m.runaway(params.complexity) {
+            eprintln!("{w}");
+        }
         if a.json {
             println!("{}", serde_json::to_string(&row)?);
         } else {

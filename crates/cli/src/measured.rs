@@ -32,6 +32,31 @@ pub struct Measured {
     pub io_backend: String,
 }
 
+/// Reads per query above which a k-NN search at list size `complexity` has
+/// not converged as it should. A search reads about L blocks per query
+/// (measured: 0.8-1.2 L on wordnet-minilm, 2.1 L at L = 10 on small
+/// synthetic sets, where the last hop's beam is most of it); 8 L + 64
+/// leaves room for every profile and still catches the regression that once
+/// read 1,181 blocks at L = 40 (block search ranking exact distances among
+/// estimates: it never converged).
+pub fn runaway_bound(complexity: usize) -> f64 {
+    8.0 * complexity as f64 + 64.0
+}
+
+impl Measured {
+    /// A warning when reads per query passed [`runaway_bound`].
+    pub fn runaway(&self, complexity: usize) -> Option<String> {
+        let bound = runaway_bound(complexity);
+        (self.reads_per_query > bound).then(|| {
+            format!(
+                "warning: {:.1} reads per query at L={complexity}, above 8 L + 64 = {bound:.0}: \
+                 the search did not converge (a search reads about L blocks)",
+                self.reads_per_query
+            )
+        })
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -80,4 +105,45 @@ pub fn measure(res: &BatchResult, gt: Option<&GroundTruth>, k: usize) -> anyhow:
         failed: res.failed(),
         io_backend: res.io_backend.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_reads(reads_per_query: f64) -> Measured {
+        Measured {
+            recall: None,
+            recall_at_1: None,
+            recall_at_10: None,
+            recall_at_100: None,
+            qps: 0.0,
+            search_s: 0.0,
+            mean_us: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            p999_us: 0.0,
+            reads_per_query,
+            bytes_per_query: 0.0,
+            proc_reads_per_query: None,
+            hops_per_query: 0.0,
+            cache_hits_per_query: 0.0,
+            exact_per_query: 0.0,
+            estimated_per_query: 0.0,
+            io_wait_s: 0.0,
+            failed: 0,
+            io_backend: String::new(),
+        }
+    }
+
+    #[test]
+    fn runaway_flags_the_non_converging_search_and_not_normal_ones() {
+        // The regression of 43c327c: 1,181 reads per query at L = 40.
+        let w = with_reads(1181.0).runaway(40).expect("flagged");
+        assert!(w.contains("1181.0 reads per query at L=40"), "{w}");
+        assert!(w.contains("384"), "{w}");
+        // Normal searches: 35.1 reads at L = 40, 21.4 at L = 10.
+        assert_eq!(with_reads(35.1).runaway(40), None);
+        assert_eq!(with_reads(21.4).runaway(10), None);
+    }
 }

@@ -142,7 +142,12 @@ impl Opened<'_> {
         let index = &self.index;
         runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
         let res = &runs[runs.len() / 2];
-        let m = serde_json::to_value(measure(res, Some(s.gt), s.k)?)?;
+        let measured = measure(res, Some(s.gt), s.k)?;
+        let runaway = measured.runaway(l.max(s.k));
+        if let Some(w) = &runaway {
+            eprintln!("{}: {w}", s.system);
+        }
+        let m = serde_json::to_value(measured)?;
         let mem: serde_json::Map<String, Value> = index
             .memory()
             .parts
@@ -161,6 +166,7 @@ impl Opened<'_> {
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(), "repeats": runs.len(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
+            "runaway": runaway.is_some(),
         });
         if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
             row.extend(m);
