@@ -30,12 +30,18 @@ fn code(x: f32, lo: f32, inv: f32) -> u16 {
     q as i32 as u16
 }
 
+/// Every level's length check; the first value (None for an empty table,
+/// which quantizes to offset 0, step 1).
+fn first(src: &[f32], out: &[u16]) -> Option<f32> {
+    assert_eq!(src.len(), out.len(), "quantize_u16: one output per input");
+    src.first().copied()
+}
+
 /// Reference: `out[i] = round((src[i] - offset) / scale)`, with `offset` the
 /// minimum and `scale` the range / 65535 (1 for a constant table); returns
 /// `(offset, scale)`. `src` must be finite.
 pub fn quantize_scalar(src: &[f32], out: &mut [u16]) -> (f32, f32) {
-    assert_eq!(src.len(), out.len(), "quantize_u16: one output per input");
-    let Some(&first) = src.first() else {
+    let Some(first) = first(src, out) else {
         return (0.0, 1.0);
     };
     let (mut lo, mut hi) = (first, first);
@@ -115,8 +121,7 @@ mod simd {
     /// The CPU must support avx2 and fma.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn quantize_avx2(src: &[f32], out: &mut [u16]) -> (f32, f32) {
-        assert_eq!(src.len(), out.len(), "quantize_u16: one output per input");
-        let Some(&first) = src.first() else {
+        let Some(first) = super::first(src, out) else {
             return (0.0, 1.0);
         };
         let n = src.len();
@@ -170,8 +175,7 @@ mod simd {
     /// The CPU must support avx512f, avx512bw and avx512vl.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     pub(crate) unsafe fn quantize_avx512(src: &[f32], out: &mut [u16]) -> (f32, f32) {
-        assert_eq!(src.len(), out.len(), "quantize_u16: one output per input");
-        let Some(&first) = src.first() else {
+        let Some(first) = super::first(src, out) else {
             return (0.0, 1.0);
         };
         let n = src.len();
