@@ -238,13 +238,12 @@ def test_rebuild_replaces_index(tmp_path):
 
 
 def test_minus_one_padding(tmp_path):
-    # 60 duplicates: pruning keeps few edges among them, so a search for all
-    # 64 rows finds fewer and pads with -1 / inf.
-    x = np.zeros((64, 8), np.float32)
-    x[:, 0] = 1.0
-    x[:4] = np.eye(4, 8, dtype=np.float32) * 3
-    stratavec.build_index(x, tmp_path / "dup", graph_degree=8, complexity=16, pq_bytes=4, threads=1)
-    index = stratavec.Index.open(tmp_path / "dup")
+    # With 2 out-edges per node most of 64 random points get no in-edge, so a
+    # search for all 64 rows reaches fewer and pads with -1 / inf. (Exact
+    # duplicates no longer do: the build links their copies in a cycle.)
+    x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    stratavec.build_index(x, tmp_path / "sparse", graph_degree=2, complexity=16, pq_bytes=4, threads=1)
+    index = stratavec.Index.open(tmp_path / "sparse")
     D, I = index.search(np.ones((3, 8), np.float32), 64, complexity=64)
     assert D.shape == I.shape == (3, 64)
     assert D.dtype == np.float32 and I.dtype == np.int64
@@ -255,6 +254,19 @@ def test_minus_one_padding(tmp_path):
         first = np.argmax(row) if row.any() else len(row)
         assert row[first:].all() and not row[:first].any()
     assert ((I[~pad] >= 0) & (I[~pad] < 64)).all()
+
+
+def test_exact_duplicates_are_all_found(tmp_path):
+    # 60 copies of one vector and 4 others: every copy is reachable (the
+    # build links copies in a cycle), so k=64 returns all 64 rows.
+    x = np.zeros((64, 8), np.float32)
+    x[:, 0] = 1.0
+    x[:4] = np.eye(4, 8, dtype=np.float32) * 3
+    stratavec.build_index(x, tmp_path / "dup", graph_degree=8, complexity=16, pq_bytes=4, threads=1)
+    index = stratavec.Index.open(tmp_path / "dup")
+    D, I = index.search(np.ones((3, 8), np.float32), 64, complexity=64)
+    assert (I >= 0).all() and np.isfinite(D).all()
+    assert all(sorted(row) == list(range(64)) for row in I.tolist())
 
 
 # --------------------------------------------------------------------------

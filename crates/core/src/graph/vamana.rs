@@ -71,6 +71,9 @@ pub struct BuildStats {
     pub seconds: f64,
     pub batches: usize,
     pub mean_degree: f64,
+    /// Edges added to link exact duplicate vectors (`graph::duplicates`).
+    #[serde(default)]
+    pub duplicate_links: usize,
 }
 
 /// Builds the graph. Runs on the caller's rayon pool (the index builder
@@ -124,6 +127,8 @@ pub fn build(
         }
     }
     final_prune(space, &mut lists, params.alpha, r);
+    let copies = super::duplicates::groups(space);
+    let duplicate_links = super::duplicates::link_copies(&mut lists, &copies, r);
     let graph = Graph {
         max_degree: r,
         medoid: start,
@@ -133,6 +138,7 @@ pub fn build(
         seconds: t0.elapsed().as_secs_f64(),
         batches,
         mean_degree: graph.mean_degree(),
+        duplicate_links,
     };
     (graph, stats)
 }

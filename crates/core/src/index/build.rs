@@ -136,6 +136,10 @@ pub struct BuildReport {
     pub peak_rss_bytes: u64,
     pub index_bytes: u64,
     pub graph_mean_degree: f64,
+    /// Edges added to link exact duplicate vectors in cycles
+    /// (`graph::duplicates`); 0 when the data has none.
+    #[serde(default)]
+    pub duplicate_links: usize,
     /// OR(G) of id order and after each shuffle stage (Starling eq. 5).
     #[serde(default)]
     pub shuffle: Option<ShuffleReport>,
@@ -435,6 +439,7 @@ pub fn build_index(
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
     stage("checksum", t);
     report.graph_mean_degree = gstats.mean_degree;
+    report.duplicate_links = gstats.duplicate_links;
     report.peak_rss_bytes = peak_rss_bytes();
     report.total_s = t_all.elapsed().as_secs_f64();
     write_report(&staging.dir, &report)?;

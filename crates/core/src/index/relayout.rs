@@ -9,7 +9,7 @@
 //! (both are keyed by id, not by position). The result is byte-identical to
 //! building the same parameters with `--profile starling` (tested).
 
-use super::build::{peak_rss_bytes, write_report, BuildReport};
+use super::build::{peak_rss_bytes, write_report, BuildReport, BUILD_REPORT};
 use super::commit::{file_entry, Staging};
 use super::graph_file::read_graph;
 use super::manifest::{Manifest, MANIFEST};
@@ -143,6 +143,12 @@ pub fn relayout(
         peak_rss_bytes: peak_rss_bytes(),
         index_bytes: manifest.files.values().map(|f| f.bytes).sum(),
         graph_mean_degree: manifest.graph_mean_degree,
+        // The graph is the source's: so are its duplicate links (the
+        // source's report is informational; a missing one gives 0).
+        duplicate_links: std::fs::read_to_string(src.join(BUILD_REPORT))
+            .ok()
+            .and_then(|t| serde_json::from_str::<BuildReport>(&t).ok())
+            .map_or(0, |r| r.duplicate_links),
         shuffle: Some(report),
     };
     let mpath = staging.dir.join(MANIFEST);
