@@ -98,7 +98,7 @@ impl BlockedLayout {
             max_degree,
             id_bits: bits,
             max_record_bytes,
-            block_of: PackedInts::new(&block_of, PackedInts::bits_for(blocks)),
+            block_of: PackedInts::new(&block_of, id_bits(blocks)),
             blocks,
             zero_record: vec![0; max_record_bytes],
         }

@@ -9,7 +9,9 @@
 //!   holds more of them (Starling §4.1: the gain of block search grows with
 //!   the records per block).
 
-/// Bits that hold every id below `n`.
+use crate::util::packed::{or_bits, read_bits};
+
+/// Bits that hold every id (or any value) below `n`, at least 1.
 pub fn id_bits(n: usize) -> u32 {
     (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1)
 }
@@ -113,20 +115,7 @@ impl Iterator for Neighbors<'_> {
             let b = &self.bytes[4 * i..4 * i + 4];
             return Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         }
-        let bit = i * self.id_bits as usize;
-        let at = bit / 8;
-        // Eight bytes hold any id of up to 32 bits at any bit offset; near
-        // the end of the record the missing bytes read as zero.
-        let word = match self.bytes.get(at..at + 8) {
-            Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
-            None => {
-                let mut w = [0u8; 8];
-                w[..self.bytes.len() - at].copy_from_slice(&self.bytes[at..]);
-                u64::from_le_bytes(w)
-            }
-        };
-        let v = word >> (bit % 8);
-        Some((v & ((1u64 << self.id_bits) - 1)) as u32)
+        Some(read_bits(self.bytes, i, self.id_bits))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -161,13 +150,7 @@ pub fn write_packed(out: &mut [u8], vector: &[u8], neighbors: &[u32], id_bits: u
     ids.fill(0);
     for (i, &nb) in neighbors.iter().enumerate() {
         debug_assert!(id_bits == 32 || nb >> id_bits == 0);
-        let bit = i * id_bits as usize;
-        let v = (nb as u64) << (bit % 8);
-        for (k, byte) in v.to_le_bytes().iter().enumerate() {
-            if let Some(slot) = ids.get_mut(bit / 8 + k) {
-                *slot |= byte;
-            }
-        }
+        or_bits(ids, i, id_bits, nb);
     }
 }
 
@@ -204,6 +187,10 @@ mod tests {
         assert_eq!(id_bits(116_707), 17);
         assert_eq!(id_bits(1 << 20), 20);
         assert_eq!(id_bits((1 << 20) + 1), 21);
+        // Also the width of the id->block map (`util::PackedInts`).
+        assert_eq!(id_bits(0), 1);
+        assert_eq!(id_bits(15_060), 14);
+        assert_eq!(id_bits(1 << 32), 32);
     }
 
     proptest! {

@@ -11,7 +11,7 @@ pub use pq::{PqCodebook, PqQuantizer};
 
 /// One query's prepared state for a [`Quantizer`] (what `prepare` fills and
 /// the estimates read). Its fields belong to the quantizer that filled it;
-/// a search only keeps it, so its buffers are reused from query to query.
+/// a search only keeps it.
 #[derive(Clone, Debug, Default)]
 pub struct QueryTable {
     /// Float lookup table (PQ: 256 per sub-space).

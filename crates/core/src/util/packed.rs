@@ -1,9 +1,40 @@
-//! A read-only array of small unsigned integers stored in `bits` bits each
-//! (least significant bit first, as the packed neighbour ids of
-//! `layout::record`). The id→block map of a shuffled layout is the user:
-//! 117k nodes in 15k blocks need 14 bits a node instead of 32, and every
-//! byte saved goes to the node cache, which saves reads (the budget is
-//! fixed).
+//! Unsigned integers stored in `bits` bits each, least significant bit
+//! first: the neighbour ids of a packed record (`layout::record`) and
+//! [`PackedInts`], the id→block map of a shuffled layout (117k nodes in 15k
+//! blocks need 14 bits a node instead of 32, and every byte saved goes to
+//! the node cache, which saves reads: the budget is fixed).
+
+/// Value `i` of the `bits`-bit values packed in `bytes` (1 <= bits <= 32).
+/// Eight bytes hold any value at any bit offset; bytes past the end read as
+/// zero.
+#[inline]
+pub fn read_bits(bytes: &[u8], i: usize, bits: u32) -> u32 {
+    let bit = i * bits as usize;
+    let at = bit / 8;
+    let word = match bytes.get(at..at + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+        None => {
+            let mut w = [0u8; 8];
+            let tail = bytes.get(at..).unwrap_or(&[]);
+            w[..tail.len()].copy_from_slice(tail);
+            u64::from_le_bytes(w)
+        }
+    };
+    ((word >> (bit % 8)) & ((1u64 << bits) - 1)) as u32
+}
+
+/// ORs `v` (below 2^bits) into `bytes` as value `i`; its bits must still be
+/// zero there. Bits past the end of `bytes` are dropped (they are zero when
+/// `bytes` holds every value).
+pub fn or_bits(bytes: &mut [u8], i: usize, bits: u32, v: u32) {
+    let bit = i * bits as usize;
+    let shifted = u64::from(v) << (bit % 8);
+    for (k, byte) in shifted.to_le_bytes().iter().enumerate() {
+        if let Some(slot) = bytes.get_mut(bit / 8 + k) {
+            *slot |= byte;
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackedInts {
@@ -24,11 +55,7 @@ impl PackedInts {
                 bits == 32 || v >> bits == 0,
                 "PackedInts: value {v} does not fit in {bits} bits"
             );
-            let bit = i * bits as usize;
-            let at = bit / 8;
-            let word = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-            let word = word | (u64::from(v) << (bit % 8));
-            bytes[at..at + 8].copy_from_slice(&word.to_le_bytes());
+            or_bits(&mut bytes, i, bits, v);
         }
         PackedInts {
             bytes,
@@ -37,19 +64,11 @@ impl PackedInts {
         }
     }
 
-    /// The fewest bits that hold every value below `bound` (at least 1).
-    pub fn bits_for(bound: usize) -> u32 {
-        (usize::BITS - bound.saturating_sub(1).leading_zeros()).max(1)
-    }
-
     /// Value `i`. Panics if `i >= len`.
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
         assert!(i < self.len, "PackedInts: index {i} of {}", self.len);
-        let bit = i * self.bits as usize;
-        let at = bit / 8;
-        let word = u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
-        ((word >> (bit % 8)) & ((1u64 << self.bits) - 1)) as u32
+        read_bits(&self.bytes, i, self.bits)
     }
 
     pub fn len(&self) -> usize {
@@ -70,18 +89,6 @@ impl PackedInts {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn bits_for_covers_every_value_below_the_bound() {
-        assert_eq!(PackedInts::bits_for(0), 1);
-        assert_eq!(PackedInts::bits_for(1), 1);
-        assert_eq!(PackedInts::bits_for(2), 1);
-        assert_eq!(PackedInts::bits_for(3), 2);
-        assert_eq!(PackedInts::bits_for(15_060), 14);
-        assert_eq!(PackedInts::bits_for(1 << 14), 14);
-        assert_eq!(PackedInts::bits_for((1 << 14) + 1), 15);
-        assert_eq!(PackedInts::bits_for(1 << 32), 32);
-    }
 
     #[test]
     #[should_panic(expected = "does not fit")]
