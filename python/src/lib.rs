@@ -325,19 +325,14 @@ impl Index {
         in_flight: Option<i64>,
     ) -> PyResult<SearchParams> {
         let base = self.inner.search_defaults(page_search, pipeline);
+        let beam_width = beam_width.map(|w| count("beam_width", w, 1)).transpose()?;
+        let in_flight = in_flight.map(|q| count("in_flight", q, 1)).transpose()?;
         Ok(SearchParams {
             prune_ratio,
             nav_complexity: count("nav_complexity", nav_complexity, 1)?,
-            beam_width: match beam_width {
-                Some(w) => count("beam_width", w, 1)?,
-                None => base.beam_width,
-            },
-            in_flight: match in_flight {
-                Some(q) => count("in_flight", q, 1)?,
-                None => base.in_flight,
-            },
             ..base
-        })
+        }
+        .with_io(beam_width, in_flight))
     }
 
     /// Queries as one row-major f32 buffer (always an owned copy, so nothing

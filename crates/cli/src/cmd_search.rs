@@ -30,8 +30,8 @@ pub struct Args {
     /// Search threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Queries each thread keeps in flight. Default: the index profile's (16
-    /// for diskann, 32 for starling).
+    /// Queries each thread keeps in flight. Default: 128 reads per thread
+    /// (32 queries at W = 4, 64 at W = 2).
     #[arg(long)]
     in_flight: Option<usize>,
     /// Block search: use every record of each page read (Starling §4.2).
@@ -182,13 +182,12 @@ impl Args {
         SearchParams {
             k: self.k,
             complexity,
-            beam_width: self.beam_width.unwrap_or(base.beam_width),
             threads,
-            in_flight: self.in_flight.unwrap_or(base.in_flight),
             prune_ratio: self.prune_ratio,
             nav_complexity: self.nav_complexity,
             ..base
         }
+        .with_io(self.beam_width, self.in_flight)
     }
 }
 

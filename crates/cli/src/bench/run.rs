@@ -106,9 +106,11 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
     }
     .reserve_for(s.beam_width, s.in_flight);
     let index = Index::open(&s.index_dir, &opts)?;
-    let io = index.search_defaults(Some(s.page_search), Some(s.pipeline));
-    let beam_width = *s.beam_width.get_or_insert(io.beam_width);
-    let in_flight = *s.in_flight.get_or_insert(io.in_flight);
+    let io = index
+        .search_defaults(Some(s.page_search), Some(s.pipeline))
+        .with_io(s.beam_width, s.in_flight);
+    let beam_width = *s.beam_width.insert(io.beam_width);
+    let in_flight = *s.in_flight.insert(io.in_flight);
     let warm = SearchParams {
         k: s.k,
         complexity: s.ls[0].max(s.k),

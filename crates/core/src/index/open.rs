@@ -10,6 +10,7 @@ use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHea
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
+use crate::search::in_flight_for;
 use crate::search::query::{internal_distance, reported_distance, PreparedQuery};
 use crate::search::{run_worker, BeamSearch, QueryStats, RangeRule, SearchContext, SearchParams};
 use std::path::{Path, PathBuf};
@@ -42,13 +43,14 @@ pub struct OpenOptions {
 
 impl OpenOptions {
     /// Reserves I/O buffers for searches with this beam width and queries in
-    /// flight, each `None` when left to the index's defaults: 16 x 4 covers
-    /// every default (block search's 32 x 2 too); with only W given, the
-    /// defaults may pair it with 32 queries in flight.
+    /// flight, each `None` when left to the index's defaults: every default
+    /// keeps `QUEUE_DEPTH` reads per thread (32 x 4, block search's 64 x 2),
+    /// and so does a given W without a given number of queries.
     pub fn reserve_for(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
+        let w = beam_width.unwrap_or(4);
         OpenOptions {
-            reserve_in_flight: in_flight.unwrap_or(if beam_width.is_some() { 32 } else { 16 }),
-            reserve_beam_width: beam_width.unwrap_or(4),
+            reserve_in_flight: in_flight.unwrap_or_else(|| in_flight_for(w)),
+            reserve_beam_width: w,
             ..self
         }
     }
@@ -63,7 +65,7 @@ impl Default for OpenOptions {
             memory_budget_bytes: None,
             io: Backend::Auto,
             reserve_threads: 2,
-            reserve_in_flight: 16,
+            reserve_in_flight: in_flight_for(4),
             reserve_beam_width: 4,
             verify_checksums: false,
             navigation_graph: true,

@@ -85,7 +85,7 @@ impl Default for SearchParams {
             complexity: 64,
             beam_width: 4,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            in_flight: 16,
+            in_flight: in_flight_for(4),
             page_search: false,
             prune_ratio: 0.3,
             nav_complexity: default_nav_complexity(),
@@ -111,8 +111,8 @@ impl SearchParams {
 
     /// Reads per hop and queries in flight for this search over blocks of
     /// `records_per_block` records (mean): block search over blocks of 4 or
-    /// more reads 2 blocks per hop, with 32 queries in flight so the queue
-    /// is as deep as 4 x 16. Each block read then brings several candidates,
+    /// more reads 2 blocks per hop, with twice the queries in flight so the
+    /// queue stays [`QUEUE_DEPTH`] deep. Each block read then brings several candidates,
     /// so a narrower beam stays closer to the best of them (Starling's
     /// Algorithm 2 reads one block per hop). Measured at recall 0.95: at
     /// 7.75 records per block (wordnet-minilm-pca96) W = 2 reads 12.9
@@ -121,10 +121,38 @@ impl SearchParams {
     pub fn with_io_defaults(mut self, records_per_block: f64) -> Self {
         if self.page_search && records_per_block >= LARGE_BLOCK {
             self.beam_width = 2;
-            self.in_flight = 32;
+            self.in_flight = in_flight_for(2);
         }
         self
     }
+
+    /// These parameters with the caller's beam width and queries in flight
+    /// where given; queries in flight otherwise follow the beam width
+    /// ([`in_flight_for`]), so a narrower beam keeps the queue as deep.
+    pub fn with_io(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
+        let beam_width = beam_width.unwrap_or(self.beam_width);
+        SearchParams {
+            beam_width,
+            in_flight: in_flight.unwrap_or_else(|| in_flight_for(beam_width)),
+            ..self
+        }
+    }
+}
+
+/// Reads each worker keeps in flight by default: queries in flight are
+/// `QUEUE_DEPTH / W`. A search must keep the device's queue deep to get its
+/// throughput (REFERENCE.md: 4 KB reads at depth 16 ~91k/s, at 64 ~110-125k/s),
+/// but a query between hops has nothing in flight, so a worker needs more
+/// than the depth it aims at. Measured on wordnet-minilm (2 threads,
+/// recall 0.95, interleaved runs, median QPS): diskann 16 x 4 -> 32 x 4
+/// gave +13-17% on the 96-d set and +16% at 384-d; 48 x 4 no more; block
+/// search 32 x 2 -> 64 x 2 +5-6%. The buffers come out of the memory
+/// budget: 128 pages of 4 KB a thread.
+pub const QUEUE_DEPTH: usize = 128;
+
+/// Queries in flight per worker that keep [`QUEUE_DEPTH`] reads at beam width W.
+pub fn in_flight_for(beam_width: usize) -> usize {
+    (QUEUE_DEPTH / beam_width.max(1)).max(1)
 }
 
 /// Mean records per block from which block search narrows its beam and the
