@@ -14,9 +14,8 @@ pub use pq::{PqCodebook, PqQuantizer};
 /// a search only keeps it.
 #[derive(Clone, Debug, Default)]
 pub struct QueryTable {
-    /// Float lookup table (PQ: 256 per sub-space).
-    pub floats: Vec<f32>,
-    /// The same table quantized to u16, plus one entry of padding.
+    /// The lookup table (PQ: 256 entries per sub-space) quantized to u16,
+    /// plus one entry of padding.
     pub words: Vec<u16>,
     /// estimate = `bias + scale * sum of words`.
     pub bias: f32,

@@ -213,14 +213,23 @@ impl Quantizer for PqQuantizer {
     /// (`stratavec_simd::pq_adc_rows_u16`: half the bytes, exact integer
     /// sums). An estimate is off from the float table's sum by at most
     /// `m * scale / 2`, with `scale` = the table's range / 65535.
+    ///
+    /// The float table is scratch, one per thread: a query keeps only the
+    /// u16 table. A 96-d block search's profile had 4% of its CPU in
+    /// allocating and zeroing a fresh 48 KB float table for every query.
     fn prepare(&self, query: &[f32], table: &mut QueryTable) {
-        self.float_table(query, &mut table.floats);
-        let n = table.floats.len();
-        table.words.clear();
-        table.words.resize(n + 1, 0);
-        let (offset, scale) = stratavec_simd::quantize_u16(&table.floats, &mut table.words[..n]);
-        table.bias = offset * self.codebook.m as f32;
-        table.scale = scale;
+        thread_local! {
+            static FLOATS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        FLOATS.with_borrow_mut(|floats| {
+            self.float_table(query, floats);
+            let n = floats.len();
+            table.words.clear();
+            table.words.resize(n + 1, 0);
+            let (offset, scale) = stratavec_simd::quantize_u16(floats, &mut table.words[..n]);
+            table.bias = offset * self.codebook.m as f32;
+            table.scale = scale;
+        });
     }
 
     fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]) {
@@ -374,12 +383,14 @@ mod tests {
             let pq = PqQuantizer::new(cb.clone(), codes.clone(), metric);
             let mut t = QueryTable::default();
             pq.prepare(&q, &mut t);
+            let mut floats = Vec::new();
+            pq.float_table(&q, &mut floats);
             let ids: Vec<u32> = (0..2000).step_by(7).collect();
             let mut many = vec![0.0; ids.len()];
             pq.estimate_many(&t, &ids, &mut many);
             for (&id, &est) in ids.iter().zip(&many) {
                 let code = &codes[id as usize * m..(id as usize + 1) * m];
-                let float = stratavec_simd::scalar::pq_adc(&t.floats, code);
+                let float = stratavec_simd::scalar::pq_adc(&floats, code);
                 let bound = m as f32 * t.scale * 0.5 + 1e-5 * (1.0 + float.abs());
                 assert!(
                     (est - float).abs() <= bound,

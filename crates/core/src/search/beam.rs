@@ -199,9 +199,18 @@ impl BeamSearch {
     /// Puts a node's unvisited neighbours in the candidate list, ranked by
     /// estimated distance.
     pub(super) fn add_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+        self.collect_neighbors(ctx, id, record);
+        self.list_collected(ctx);
+    }
+
+    /// Expands a node, first part: its unvisited neighbours are marked
+    /// visited and kept for [`Self::list_collected`]. Several nodes may be
+    /// collected before they are listed (block search expands a few records
+    /// of a page), so their scattered codes are fetched from memory together;
+    /// the list ends the same whatever the grouping.
+    pub(super) fn collect_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         let node = ctx.layout.parse(record);
         self.stats.hops += 1;
-        self.fresh.clear();
         for nb in node.neighbors() {
             if nb as usize >= ctx.n {
                 // A corrupt page must fail this query, not index out of bounds.
@@ -219,6 +228,11 @@ impl BeamSearch {
                 self.fresh.push(nb);
             }
         }
+    }
+
+    /// Expands the collected nodes, second part: their new neighbours are
+    /// estimated and listed.
+    pub(super) fn list_collected(&mut self, ctx: &SearchContext) {
         // All new neighbours at once, so their scattered codes are fetched
         // from memory together.
         self.fresh_est.resize(self.fresh.len(), 0.0);
@@ -228,6 +242,7 @@ impl BeamSearch {
             self.list.insert(nb, est);
         }
         self.stats.estimated += self.fresh.len() as u64;
+        self.fresh.clear();
     }
 
     /// Whether `id` may still enter the candidate list (and so be read).

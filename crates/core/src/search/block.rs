@@ -46,8 +46,9 @@ pub fn claim_and_route(
     }
     s.list_claimed(ctx, claimed);
     for &t in targets {
-        s.add_neighbors(ctx, t, record_of(ctx, &records, t, span));
+        s.collect_neighbors(ctx, t, record_of(ctx, &records, t, span));
     }
+    s.list_collected(ctx);
 }
 
 /// Node `id`'s record among a page's `records` (a blocked page's records
@@ -93,7 +94,8 @@ pub fn explore_others(
         // A listed record was marked expanded when claimed, so it must be
         // expanded here or its neighbours would never be seen.
         if i < keep || listed {
-            s.add_neighbors(ctx, id, rec);
+            s.collect_neighbors(ctx, id, rec);
         }
     }
+    s.list_collected(ctx);
 }
