@@ -18,7 +18,7 @@ pub struct Args {
     file_mb: usize,
     #[arg(long, value_delimiter = ',', default_values_t = [4096, 8192, 16384])]
     sizes: Vec<usize>,
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16, 64])]
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16, 64, 128])]
     depths: Vec<usize>,
     /// Reader threads (each with its own ring and depth).
     #[arg(long, default_value_t = 1)]

@@ -15,7 +15,9 @@ pub fn measure(
     seconds: f64,
 ) -> anyhow::Result<Vec<Value>> {
     let mut rows = Vec::new();
-    for depth in [1, 4, 16, 64] {
+    // Up to the depth a search worker keeps by default, so the ceiling is
+    // measured where the searches run.
+    for depth in [1, 4, 16, 64, stratavec::search::QUEUE_DEPTH] {
         let r = random_reads(
             file,
             &ProbeParams {

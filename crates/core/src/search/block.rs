@@ -31,7 +31,7 @@ pub fn claim_and_route(
     targets: &[u32],
     claimed: &mut Vec<(u32, bool)>,
 ) {
-    let mut records = Vec::new();
+    let mut records = Vec::with_capacity(16);
     ctx.layout.block_records(targets[0], span, &mut records);
     claimed.clear();
     for &(id, _) in &records {
@@ -78,7 +78,7 @@ pub fn explore_others(
     let Some(&(first, _)) = claimed.first() else {
         return;
     };
-    let mut records = Vec::new();
+    let mut records = Vec::with_capacity(16);
     ctx.layout.block_records(first, span, &mut records);
     let per_page = records.len();
     let mut others: Vec<(f32, u32, bool, &[u8])> = claimed
