@@ -119,6 +119,8 @@ fn repeated_batches_and_thread_counts_agree() {
     let mut p = search_params(K, 40);
     p.threads = 1;
     p.in_flight = 1;
+    // One query at a time: every query after the first runs in the
+    // recycled buffers of the one before (`BeamSearch::recycle`).
     let b = index.search_batch(&s.queries, index.dim(), &p).unwrap();
     assert_eq!(a.ids, b.ids, "results depend on threads / in_flight");
     assert_eq!(a.dists, b.dists);

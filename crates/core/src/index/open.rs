@@ -596,6 +596,9 @@ impl Index {
                                 o.errors[qi] = err;
                             }
                         };
+                        // Finished k-NN states, whose buffers the next
+                        // queries reuse (`BeamSearch::recycle`).
+                        let pool = std::cell::RefCell::new(Vec::<BeamSearch>::new());
                         let ws = run_worker(
                             ctx,
                             &mut *reader,
@@ -608,12 +611,20 @@ impl Index {
                                 let q = &queries[qi * dim..(qi + 1) * dim];
                                 let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
                                 let state = match params.radius {
-                                    None => BeamSearch::new(
-                                        ctx,
-                                        pq,
-                                        params.complexity,
-                                        params.beam_width,
-                                    ),
+                                    None => match pool.borrow_mut().pop() {
+                                        Some(old) => old.recycle(
+                                            ctx,
+                                            pq,
+                                            params.complexity,
+                                            params.beam_width,
+                                        ),
+                                        None => BeamSearch::new(
+                                            ctx,
+                                            pq,
+                                            params.complexity,
+                                            params.beam_width,
+                                        ),
+                                    },
                                     Some(r) => BeamSearch::new_range(
                                         ctx,
                                         pq,
@@ -646,6 +657,9 @@ impl Index {
                                 };
                                 let st = *crate::search::QueryState::stats(&mut done.state);
                                 local.push((done.index, res, st, done.error));
+                                if !done.state.is_range() {
+                                    pool.borrow_mut().push(done.state);
+                                }
                                 if local.len() >= 64 {
                                     flush(&mut local);
                                 }
