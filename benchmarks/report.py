@@ -371,13 +371,12 @@ def notes(d: P.Dataset, ceiling_row: dict | None) -> list[str]:
                "configuration, excluding small fixed structures (PQ pivots, scratch); the \"RSS growth\" column is "
                "what their process actually grew by. In-RAM peers hold their whole index.")
     budgets = d.budgets()
-    if len({round(v) for v in budgets.values()}) > 1:
-        vals = ", ".join(f"{d.systems[k].display} {v / 1e6:.2f} MB" for k, v in budgets.items())
+    # Peers get the budget in MB (10^6 bytes) with 3 decimals from older
+    # runs: differences under 0.01% are that rounding, not another budget.
+    if budgets and max(budgets.values()) > min(budgets.values()) * 1.0001:
+        vals = ", ".join(f"{d.systems[k].display} {v / 1e6:.3f} MB" for k, v in budgets.items())
         out.append(f"**Warning: the disk-resident systems did not get the same memory budget** ({vals}), so "
-                   "their caches differ in size: compare with care. (`stratavec bench` passes peers "
-                   "`--memory-budget-mb` = budget ÷ 2²⁰ while run_peer.py reads MB as 10⁶ bytes: a peer then "
-                   "gets 4.6% less.)" if any(not d.systems[k].is_stratavec for k in budgets) else
-                   f"**Warning: the stratavec systems did not get the same memory budget** ({vals}).")
+                   "their caches differ in size: compare with care.")
     th = d.threads
     if len(th) > 1:
         out.append(f"**Warning:** rows were measured with different thread counts ({th}).")

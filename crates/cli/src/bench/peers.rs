@@ -55,7 +55,8 @@ pub fn run(p: &PeerRun) -> Result<Vec<Value>> {
         .arg(p.index_dir)
         .args(["--threads", &p.threads.to_string(), "-k", &p.k.to_string()])
         .args(["--sweep", &sweep.join(",")])
-        .args(["--memory-budget-mb", &format!("{:.3}", p.memory_budget_mb)])
+        // Six decimals: the budget to the byte (run_peer.py's MB is 10^6 B).
+        .args(["--memory-budget-mb", &format!("{:.6}", p.memory_budget_mb)])
         .args(["--pq-bytes", &p.pq_bytes.to_string()])
         .args(["--graph-degree", &p.graph_degree.to_string()])
         .args(["--complexity", &p.complexity.to_string()])
