@@ -353,8 +353,8 @@ class Index:
             Search threads (default: all cores).
         in_flight : int, optional
             Queries each thread keeps in flight, so its reads overlap.
-            Default: 128 reads per thread, i.e. 128 / beam width (32 at
-            W = 4, 64 at W = 2).
+            Default: 128 / beam width (32 at W = 4, 64 at W = 2); their
+            reads share 64 I/O buffers a thread.
         return_stats : bool
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,

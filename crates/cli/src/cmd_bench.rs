@@ -39,8 +39,8 @@ pub struct Args {
     beam_width: Option<usize>,
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Queries in flight per thread; default: 128 reads per thread (32
-    /// queries at W = 4, 64 at W = 2).
+    /// Queries in flight per thread; default: 128 / W (32 at W = 4, 64 at
+    /// W = 2); their reads share 64 buffers a thread.
     #[arg(long)]
     in_flight: Option<usize>,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).

@@ -30,8 +30,8 @@ pub struct Args {
     /// Search threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Queries each thread keeps in flight. Default: 128 reads per thread
-    /// (32 queries at W = 4, 64 at W = 2).
+    /// Queries each thread keeps in flight. Default: 128 / W (32 at W = 4,
+    /// 64 at W = 2); their reads share 64 buffers a thread.
     #[arg(long)]
     in_flight: Option<usize>,
     /// Block search: use every record of each page read (Starling §4.2).

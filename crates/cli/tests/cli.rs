@@ -375,12 +375,9 @@ fn bench_runs_variants_and_range_search() {
             &"--device-seconds",
             &"0",
             // The tiny set's 20% would not even hold the I/O buffers; this
-            // (with 16 queries in flight, 0.5 MB of buffers) leaves a small
-            // cache, so most expansions are reads.
+            // leaves a small cache, so most expansions are reads.
             &"--memory-fraction",
             &"5",
-            &"--in-flight",
-            &"16",
         ],
     ));
     assert!(stdout(&o).contains("knn-doubling"), "{}", stdout(&o));

@@ -15,9 +15,9 @@ pub fn measure(
     seconds: f64,
 ) -> anyhow::Result<Vec<Value>> {
     let mut rows = Vec::new();
-    // Up to the depth a search worker keeps by default, so the ceiling is
-    // measured where the searches run.
-    for depth in [1, 4, 16, 64, stratavec::search::QUEUE_DEPTH] {
+    // Up to 128: two workers keep 64 reads each in flight at most
+    // (`search::READ_SLOTS`), and the probe runs one thread per worker.
+    for depth in [1, 4, 16, 64, 128] {
         let r = random_reads(
             file,
             &ProbeParams {

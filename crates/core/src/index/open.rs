@@ -10,8 +10,8 @@ use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHea
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
-use crate::search::in_flight_for;
 use crate::search::query::{internal_distance, reported_distance, PreparedQuery};
+use crate::search::{in_flight_for, read_slots};
 use crate::search::{run_worker, BeamSearch, QueryStats, RangeRule, SearchContext, SearchParams};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +26,7 @@ pub struct OpenOptions {
     pub memory_budget_bytes: Option<u64>,
     pub io: Backend,
     /// I/O buffers are reserved out of the budget for this many threads x
-    /// queries in flight x beam width.
+    /// queries in flight x beam width (at most `search::READ_SLOTS` a thread).
     pub reserve_threads: usize,
     pub reserve_in_flight: usize,
     pub reserve_beam_width: usize,
@@ -44,8 +44,8 @@ pub struct OpenOptions {
 impl OpenOptions {
     /// Reserves I/O buffers for searches with this beam width and queries in
     /// flight, each `None` when left to the index's defaults: every default
-    /// keeps `QUEUE_DEPTH` reads per thread (32 x 4, block search's 64 x 2),
-    /// and so does a given W without a given number of queries.
+    /// (32 x 4, block search's 64 x 2, a given W without a given number of
+    /// queries) needs `READ_SLOTS` buffers per thread.
     pub fn reserve_for(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
         let w = beam_width.unwrap_or(4);
         OpenOptions {
@@ -270,8 +270,7 @@ impl Index {
 
         // Memory plan: codes, then I/O buffers, then as many cached nodes as fit.
         let buffers = opts.reserve_threads.max(1)
-            * opts.reserve_in_flight.max(1)
-            * opts.reserve_beam_width.max(1)
+            * read_slots(opts.reserve_in_flight, opts.reserve_beam_width)
             * layout.max_span_bytes();
         let use_nav = opts.navigation_graph && manifest.files.contains_key("nav.bin");
         let entry: Box<dyn EntryPoints> = if use_nav {
@@ -532,17 +531,17 @@ impl Index {
         let k = params.k;
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
-        let slots = (in_flight * params.beam_width).clamp(1, 4096);
+        let slots = read_slots(in_flight, params.beam_width);
         let need = threads * slots * self.layout.max_span_bytes();
         if need > self.buffer_bytes {
             return Err(Error::argument(
-                "I/O buffers for this search (threads x in_flight x beam_width x page)",
+                "I/O buffers for this search (threads x min(in_flight x beam_width, 64) x page)",
                 format!(
                     "at most the {} bytes reserved at open (OpenOptions reserve_*)",
                     self.buffer_bytes
                 ),
                 format!(
-                    "{threads} x {in_flight} x {} x {} = {need} bytes",
+                    "{threads} x min({in_flight} x {}, 64) x {} = {need} bytes",
                     params.beam_width,
                     self.layout.max_span_bytes()
                 ),

@@ -111,8 +111,8 @@ impl SearchParams {
 
     /// Reads per hop and queries in flight for this search over blocks of
     /// `records_per_block` records (mean): block search over blocks of 4 or
-    /// more reads 2 blocks per hop, with twice the queries in flight so the
-    /// queue stays [`QUEUE_DEPTH`] deep. Each block read then brings several candidates,
+    /// more reads 2 blocks per hop, with twice the queries in flight so as
+    /// many reads are asked for ([`in_flight_for`]). Each block read then brings several candidates,
     /// so a narrower beam stays closer to the best of them (Starling's
     /// Algorithm 2 reads one block per hop). Measured at recall 0.95: at
     /// 7.75 records per block (wordnet-minilm-pca96) W = 2 reads 12.9
@@ -139,20 +139,29 @@ impl SearchParams {
     }
 }
 
-/// Reads each worker keeps in flight by default: queries in flight are
-/// `QUEUE_DEPTH / W`. A search must keep the device's queue deep to get its
-/// throughput (REFERENCE.md: 4 KB reads at depth 16 ~91k/s, at 64 ~110-125k/s),
-/// but a query between hops has nothing in flight, so a worker needs more
-/// than the depth it aims at. Measured on wordnet-minilm (2 threads,
-/// recall 0.95, interleaved runs, median QPS): diskann 16 x 4 -> 32 x 4
-/// gave +13-17% on the 96-d set and +16% at 384-d; 48 x 4 no more; block
-/// search 32 x 2 -> 64 x 2 +5-6%. The buffers come out of the memory
-/// budget: 128 pages of 4 KB a thread.
-pub const QUEUE_DEPTH: usize = 128;
+/// Reads a worker keeps in flight at most: its buffer slots, charged to
+/// the memory budget (64 pages of 4 KB a thread). Reads its queries ask for
+/// beyond them wait in the worker's queue for a slot.
+pub const READ_SLOTS: usize = 64;
 
-/// Queries in flight per worker that keep [`QUEUE_DEPTH`] reads at beam width W.
+/// Queries in flight per worker at beam width W, by default: 2 x
+/// [`READ_SLOTS`] / W. A query between hops has nothing in flight, so a
+/// worker must admit more reads than it has slots to keep them busy.
+/// Measured on wordnet-minilm at recall 0.95 (2 threads, interleaved runs,
+/// 25-30 timings each, median QPS): diskann at 16 queries x W4 (the old
+/// default) was 13-17% below 32 x W4 on the 96-d set and 16% at 384-d; 48 x
+/// W4 gave no more. With 32 queries, 64 slots a thread did as well as 128
+/// (5,090 vs 5,181 QPS at 96-d, 2,836 vs 2,713 at 384-d; 48 slots: -10%),
+/// and block search (64 queries x W2) did better with 64 (7,699 vs 6,821):
+/// fewer buffers leave more of the budget to the node cache.
 pub fn in_flight_for(beam_width: usize) -> usize {
-    (QUEUE_DEPTH / beam_width.max(1)).max(1)
+    (2 * READ_SLOTS / beam_width.max(1)).max(1)
+}
+
+/// Buffer slots a worker needs for `in_flight` queries at beam width W: one
+/// per read they can have in flight, at most [`READ_SLOTS`].
+pub fn read_slots(in_flight: usize, beam_width: usize) -> usize {
+    (in_flight.max(1) * beam_width.max(1)).min(READ_SLOTS)
 }
 
 /// Mean records per block from which block search narrows its beam and the
