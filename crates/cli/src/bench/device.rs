@@ -15,8 +15,8 @@ pub fn measure(
     seconds: f64,
 ) -> anyhow::Result<Vec<Value>> {
     let mut rows = Vec::new();
-    // Up to 128: two workers keep 64 reads each in flight at most
-    // (`search::READ_SLOTS`), and the probe runs one thread per worker.
+    // Per thread, as a search worker: 64 is what a worker keeps at most
+    // (`search::READ_SLOTS`); 128 shows whether the device had more to give.
     for depth in [1, 4, 16, 64, 128] {
         let r = random_reads(
             file,
