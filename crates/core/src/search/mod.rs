@@ -112,9 +112,10 @@ impl SearchParams {
     /// Reads per hop and queries in flight for this search over blocks of
     /// `records_per_block` records (mean): block search over blocks of 4 or
     /// more reads 2 blocks per hop, with twice the queries in flight so as
-    /// many reads are asked for ([`in_flight_for`]). Each block read then brings several candidates,
-    /// so a narrower beam stays closer to the best of them (Starling's
-    /// Algorithm 2 reads one block per hop). Measured at recall 0.95: at
+    /// many reads are asked for ([`in_flight_for`]). Each block read then
+    /// brings several candidates, so a narrower beam stays closer to the
+    /// best of them (Starling's Algorithm 2 reads one block per hop).
+    /// Measured at recall 0.95: at
     /// 7.75 records per block (wordnet-minilm-pca96) W = 2 reads 12.9
     /// blocks against 13.5 at W = 4 (W = 1: more); at 2 records per block
     /// (the 384-d set) W = 2 reads 3% more than W = 4, so W stays 4 there.
