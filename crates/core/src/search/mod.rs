@@ -192,3 +192,29 @@ pub trait QueryState {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Queries in flight follow the beam width unless given; buffers never
+    /// exceed READ_SLOTS a worker, and never exceed what the queries can ask.
+    #[test]
+    fn queries_follow_the_beam_and_buffers_are_capped() {
+        let base = SearchParams::default();
+        assert_eq!((base.beam_width, base.in_flight), (4, 32));
+        let p = base.clone().with_io(None, None);
+        assert_eq!((p.beam_width, p.in_flight), (4, 32));
+        let p = base.clone().with_io(Some(1), None);
+        assert_eq!((p.beam_width, p.in_flight), (1, 128));
+        let p = base.clone().with_io(Some(2), Some(5));
+        assert_eq!((p.beam_width, p.in_flight), (2, 5));
+        let starling = SearchParams::for_profile("starling").with_io_defaults(7.75);
+        assert_eq!((starling.beam_width, starling.in_flight), (2, 64));
+        assert_eq!(in_flight_for(0), 128);
+        assert_eq!(in_flight_for(1000), 1);
+        assert_eq!(read_slots(32, 4), READ_SLOTS);
+        assert_eq!(read_slots(8, 4), 32);
+        assert_eq!(read_slots(0, 0), 1);
+    }
+}
