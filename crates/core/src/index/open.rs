@@ -11,7 +11,7 @@ use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
 use crate::search::query::{internal_distance, reported_distance, PreparedQuery};
-use crate::search::{in_flight_for, read_slots};
+use crate::search::{in_flight_for, read_slots, READ_SLOTS};
 use crate::search::{run_worker, BeamSearch, QueryStats, RangeRule, SearchContext, SearchParams};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -535,13 +535,13 @@ impl Index {
         let need = threads * slots * self.layout.max_span_bytes();
         if need > self.buffer_bytes {
             return Err(Error::argument(
-                "I/O buffers for this search (threads x min(in_flight x beam_width, 64) x page)",
+                "I/O buffers for this search (threads x min(in_flight x beam_width, READ_SLOTS) x page)",
                 format!(
                     "at most the {} bytes reserved at open (OpenOptions reserve_*)",
                     self.buffer_bytes
                 ),
                 format!(
-                    "{threads} x min({in_flight} x {}, 64) x {} = {need} bytes",
+                    "{threads} x min({in_flight} x {}, {READ_SLOTS}) x {} = {need} bytes",
                     params.beam_width,
                     self.layout.max_span_bytes()
                 ),
