@@ -191,7 +191,8 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
 #[pyo3(signature = (
     data, index_dir, *, metric = "l2", graph_degree = 64, complexity = 128,
     alpha = 1.2, pq_bytes = 32, passes = 1, page_size = 4096, seed = 42,
-    threads = None, profile = "diskann", shuffle = None, nav_sample = 0.0
+    threads = None, profile = "diskann", shuffle = None, nav_sample = 0.0,
+    store = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -210,8 +211,13 @@ fn build_index<'py>(
     profile: &str,
     shuffle: Option<&str>,
     nav_sample: f32,
+    store: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
+    let store = store
+        .map(|s| s.parse::<stratavec::data::DType>())
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("store: {e}")))?;
     let base = BuildParams::for_profile(profile);
     let shuffle = match shuffle {
         None => base.shuffle,
@@ -230,6 +236,7 @@ fn build_index<'py>(
         pq_bytes: count("pq_bytes", pq_bytes, 1)?,
         page_size: count("page_size", page_size, 1)?,
         seed,
+        store,
         ..base
     };
     let threads = threads_arg(threads)?;

@@ -23,6 +23,7 @@ def build_index(
     profile: str = "diskann",
     shuffle: Optional[str] = None,
     nav_sample: float = 0.0,
+    store: Optional[str] = None,
 ) -> Dict[str, Any]: ...
 
 class Index:

@@ -557,3 +557,36 @@ def test_starling_profile_switches(tmp_path, data):
         idx.search(q, K, nav_complexity=0)
     with pytest.raises(ValueError, match="shuffle"):
         stratavec.build_index(x, tmp_path / "bad", shuffle="bnq", **BUILD)
+
+
+# --------------------------------------------------------------------------
+# Vectors stored as f16
+
+
+def test_store_f16(tmp_path, data, built):
+    x, q = data
+    truth = brute_force(x, q, K)
+    for profile in ("diskann", "starling"):
+        d = tmp_path / f"{profile}-f16"
+        stratavec.build_index(x, d, profile=profile, store="f16", **BUILD)
+        idx = stratavec.Index.open(d)
+        assert idx.dtype == "float16"
+        D, I = idx.search(q, K, complexity=40)
+        assert recall(I, truth) >= 0.9, profile
+        # Distances are exact to the rounded vectors.
+        x16 = x.astype(np.float16).astype(np.float64)
+        want = ((q[:, None, :].astype(np.float64) - x16[I]) ** 2).sum(-1)
+        assert np.allclose(D, want, rtol=1e-4, atol=1e-3)
+    # The same build stored as f32 (the module's index) takes more pages.
+    f32_pages = (built[0] / "pages.bin").stat().st_size
+    assert (tmp_path / "diskann-f16" / "pages.bin").stat().st_size < f32_pages
+    with pytest.raises(ValueError, match="store"):
+        stratavec.build_index(x, tmp_path / "bad", store="f64", **BUILD)
+    big = x.copy()
+    big[7, 3] = 1e6
+    with pytest.raises(ValueError, match="row 7, component 3"):
+        stratavec.build_index(big, tmp_path / "big", store="f16", **BUILD)
+    with pytest.raises(ValueError, match="store"):
+        stratavec.build_index(
+            np.zeros((100, 32), np.uint8), tmp_path / "u8", store="f16", **BUILD
+        )

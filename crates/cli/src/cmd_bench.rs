@@ -57,6 +57,10 @@ pub struct Args {
     alpha: f32,
     #[arg(long, default_value_t = 48)]
     pq_bytes: usize,
+    /// Element type of the vectors the stratavec indexes store (`build
+    /// --store`); f16 indexes get their own directories. Peers store f32.
+    #[arg(long)]
+    store: Option<stratavec::data::DType>,
     /// Timed rounds: each round sweeps every stratavec system once, in turn
     /// (round-robin, so the machine's slow spells fall on all alike); per
     /// system and L the median-QPS pass is kept.
@@ -124,6 +128,7 @@ pub fn run(a: Args) -> Result<()> {
             "command": std::env::args().collect::<Vec<_>>().join(" "),
             "unix_time": started, "loadavg": load.trim(), "threads": a.threads,
             "memory_budget_bytes": budget, "simd": stratavec_simd::kernel_name(),
+            "store": a.store.map(|s| s.to_string()),
             "stratavec_version": env!("CARGO_PKG_VERSION"),
         })],
         &mut rows,
@@ -159,15 +164,20 @@ pub fn run(a: Args) -> Result<()> {
             pq_bytes: a.pq_bytes,
             shuffle: variant.shuffle,
             nav_sample: variant.nav_sample(a.nav_sample),
+            store: a.store,
             ..Default::default()
         };
-        let dir = a.work.join(variant.index_name(
+        let mut name = variant.index_name(
             &dataset,
             a.graph_degree,
             a.complexity,
             a.pq_bytes,
             a.nav_sample,
-        ));
+        );
+        if let Some(store) = a.store {
+            name = format!("{name}-{store}");
+        }
+        let dir = a.work.join(name);
         let build = run::build_or_reuse(&base, &dir, &params, a.threads, a.rebuild)?;
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);

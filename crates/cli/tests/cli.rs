@@ -181,6 +181,67 @@ fn info_prints_the_manifest() {
     assert!(out.contains("verified"), "{out}");
 }
 
+/// `build --store f16`: the manifest says f16, the pages shrink, search
+/// still finds the neighbours; a bad element type is named.
+#[test]
+fn build_store_f16() {
+    let f = fixture();
+    let tmp = tempdir();
+    let idx = tmp.path().join("f16");
+    let base = f.data.join("base.fbin");
+    let args = |store: &'static str, dir: &Path| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = vec!["build".into(), base.clone().into(), dir.into()];
+        for a in [
+            "-R",
+            "16",
+            "--complexity",
+            "32",
+            "--pq-bytes",
+            "8",
+            "--store",
+            store,
+        ] {
+            v.push(a.into());
+        }
+        v
+    };
+    let owned = args("f16", &idx);
+    ok(run(&owned
+        .iter()
+        .map(|a| a as &dyn AsRef<std::ffi::OsStr>)
+        .collect::<Vec<_>>()));
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(idx.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["dtype"], "f16");
+    assert_eq!(m["build"]["store"], "f16");
+    let size = |d: &Path| std::fs::metadata(d.join("pages.bin")).unwrap().len();
+    assert!(size(&idx) < size(&f.index), "f16 pages are not smaller");
+    let out = stdout(&ok(run(&[
+        &"search",
+        &idx,
+        &f.data.join("query.fbin"),
+        &"--gt",
+        &f.data.join("gt.ibin"),
+        &"--json",
+        &"-L",
+        &"50",
+    ])));
+    let row: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert!(row["recall"].as_f64().unwrap() >= 0.9, "{row}");
+    let bad = args("f64", &tmp.path().join("bad"));
+    // A usage error (clap's exit code 2) naming the value and the choices.
+    let o = run(&bad
+        .iter()
+        .map(|a| a as &dyn AsRef<std::ffi::OsStr>)
+        .collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(2));
+    let msg = stderr(&o);
+    assert!(
+        msg.contains("--store") && msg.contains("f64") && msg.contains("f16"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn gt_reproduces_synth_ground_truth() {
     let f = fixture();

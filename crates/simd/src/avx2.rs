@@ -9,7 +9,7 @@ use crate::dispatch::{Kernels, Level};
 ///
 /// SAFETY (every `unsafe` call below): this table is handed out only by
 /// `Level::kernels`, which first checks `Level::Avx2.is_supported()`
-/// (avx2, fma); the kernels check their own length preconditions.
+/// (avx2, fma, f16c); the kernels check their own length preconditions.
 pub(crate) static KERNELS: Kernels = Kernels {
     level: Level::Avx2,
     // SAFETY: see `KERNELS`.
@@ -34,6 +34,10 @@ pub(crate) static KERNELS: Kernels = Kernels {
     quantize_u16: |s, o| unsafe { crate::lut16::quantize_avx2(s, o) },
     // SAFETY: see `KERNELS`.
     pq_adc_rows_u16: |t, c, m, ids, o| unsafe { crate::lut16::rows_avx2(t, c, m, ids, o) },
+    // SAFETY: see `KERNELS`.
+    l2_sq_f16: |q, x| unsafe { crate::half::sum_avx2::<true>(q, x) },
+    // SAFETY: see `KERNELS`.
+    dot_f16: |q, x| unsafe { crate::half::sum_avx2::<false>(q, x) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

@@ -9,7 +9,7 @@ use crate::dispatch::{Kernels, Level};
 ///
 /// SAFETY (every `unsafe` call below): this table is handed out only by
 /// `Level::kernels`, which first checks `Level::Avx512.is_supported()`
-/// (avx512f, avx512bw, avx512vl, avx2, fma); the kernels check their own
+/// (avx512f, avx512bw, avx512vl, avx2, fma, f16c); the kernels check their own
 /// length preconditions.
 pub(crate) static KERNELS: Kernels = Kernels {
     level: Level::Avx512,
@@ -35,6 +35,10 @@ pub(crate) static KERNELS: Kernels = Kernels {
     quantize_u16: |s, o| unsafe { crate::lut16::quantize_avx512(s, o) },
     // SAFETY: see `KERNELS`.
     pq_adc_rows_u16: |t, c, m, ids, o| unsafe { crate::lut16::rows_avx512(t, c, m, ids, o) },
+    // SAFETY: see `KERNELS`.
+    l2_sq_f16: |q, x| unsafe { crate::half::sum_avx512::<true>(q, x) },
+    // SAFETY: see `KERNELS`.
+    dot_f16: |q, x| unsafe { crate::half::sum_avx512::<false>(q, x) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

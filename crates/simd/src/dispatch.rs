@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 pub enum Level {
     /// Plain Rust, any CPU.
     Scalar,
-    /// AVX2 with FMA.
+    /// AVX2 with FMA and F16C (every AVX2 CPU has F16C).
     Avx2,
     /// AVX-512 F + BW + VL (and AVX2 + FMA, which every such CPU has).
     Avx512,
@@ -37,6 +37,7 @@ impl Level {
             Level::Avx2 => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("f16c")
             }
             #[cfg(target_arch = "x86_64")]
             Level::Avx512 => {
@@ -102,6 +103,9 @@ pub struct Kernels {
     pub nearest_transposed: fn(&[f32], &[f32], &mut [f32]) -> usize,
     pub quantize_u16: fn(&[f32], &mut [u16]) -> (f32, f32),
     pub pq_adc_rows_u16: RowsU16,
+    /// f32 query against a stored f16 vector (2 bytes per element).
+    pub l2_sq_f16: fn(&[f32], &[u8]) -> f32,
+    pub dot_f16: fn(&[f32], &[u8]) -> f32,
 }
 
 /// `pq_adc_rows_u16(table, codes, m, ids, out)`.

@@ -19,6 +19,7 @@ mod avx2;
 mod avx512;
 pub mod cast;
 mod dispatch;
+pub mod half;
 mod lut16;
 pub mod scalar;
 mod transposed;
@@ -56,6 +57,21 @@ pub fn l2_sq_u8(a: &[u8], b: &[u8]) -> f32 {
 #[inline]
 pub fn l2_sq_i8(a: &[i8], b: &[i8]) -> f32 {
     (dispatch::active().l2_sq_i8)(a, b)
+}
+
+/// Squared L2 distance from an f32 query to a stored f16 vector (`x`: 2
+/// little-endian bytes per element, see [`half`]). Panics unless
+/// `x.len() == 2 * q.len()`.
+#[inline]
+pub fn l2_sq_f16(q: &[f32], x: &[u8]) -> f32 {
+    (dispatch::active().l2_sq_f16)(q, x)
+}
+
+/// Inner product of an f32 query and a stored f16 vector. Panics unless
+/// `x.len() == 2 * q.len()`.
+#[inline]
+pub fn dot_f16(q: &[f32], x: &[u8]) -> f32 {
+    (dispatch::active().dot_f16)(q, x)
 }
 
 /// Asymmetric PQ distance of one code: `sum_m table[m*256 + code[m]]`.

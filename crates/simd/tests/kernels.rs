@@ -88,6 +88,30 @@ proptest! {
         }
     }
 
+    /// f16 kernels: the stored vector is `b` rounded to f16; every level
+    /// matches the f64 distance to the decoded halves, and the decoded
+    /// halves are within 2^-11 (relative) of `b`.
+    #[test]
+    fn f16_kernels_match_reference((a, b) in f32_pair()) {
+        let mut stored = vec![0u8; 2 * b.len()];
+        stratavec_simd::half::encode_f16(&b, &mut stored);
+        let decoded: Vec<f32> = stored
+            .chunks_exact(2)
+            .map(|h| stratavec_simd::half::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+            .collect();
+        for (&x, &y) in b.iter().zip(&decoded) {
+            prop_assert!((x - y).abs() <= x.abs() * 2f32.powi(-11) + 2f32.powi(-25), "{x} -> {y}");
+        }
+        let want_l2 = l2_ref(&a, &decoded);
+        let (want_dot, dot_abs) = dot_ref(&a, &decoded);
+        for k in levels() {
+            let got = (k.l2_sq_f16)(&a, &stored);
+            prop_assert!(close(got, want_l2, want_l2), "{:?} l2 {got} vs {want_l2}", k.level);
+            let got = (k.dot_f16)(&a, &stored);
+            prop_assert!(close(got, want_dot, dot_abs), "{:?} dot {got} vs {want_dot}", k.level);
+        }
+    }
+
     #[test]
     fn byte_kernels_are_exact((a, b) in byte_pair()) {
         let (ia, ib): (Vec<i8>, Vec<i8>) =

@@ -52,6 +52,12 @@ pub fn build_or_reuse(
         .args(["--shuffle", &params.shuffle.to_string()])
         .args(["--nav-sample", &params.nav_sample.to_string()])
         .args(["--threads", &threads.to_string()])
+        .args(
+            params
+                .store
+                .iter()
+                .flat_map(|s| ["--store".to_string(), s.to_string()]),
+        )
         .status()
         .context("start the build child")?;
     if !status.success() {

@@ -7,13 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use super::DataError;
 
-/// The element type of a vector data set. Distances are always `f32`.
+/// The element type of a vector data set, or of the vectors an index
+/// stores. Distances are always `f32`. `F16` is a storage type only (an
+/// index built with `--store f16` from float data); no input format reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     F32,
     U8,
     I8,
+    F16,
 }
 
 impl DType {
@@ -21,16 +24,18 @@ impl DType {
     pub const fn size(self) -> usize {
         match self {
             DType::F32 => 4,
+            DType::F16 => 2,
             DType::U8 | DType::I8 => 1,
         }
     }
 
-    /// The serde / CLI name: "f32", "u8", "i8".
+    /// The serde / CLI name: "f32", "u8", "i8", "f16".
     pub const fn as_str(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::U8 => "u8",
             DType::I8 => "i8",
+            DType::F16 => "f16",
         }
     }
 
@@ -41,6 +46,7 @@ impl DType {
             DType::F32 => "float32",
             DType::U8 => "uint8",
             DType::I8 => "int8",
+            DType::F16 => "float16",
         }
     }
 }
@@ -59,10 +65,11 @@ impl FromStr for DType {
             "f32" | "float32" | "float" => Ok(DType::F32),
             "u8" | "uint8" => Ok(DType::U8),
             "i8" | "int8" => Ok(DType::I8),
+            "f16" | "float16" | "half" => Ok(DType::F16),
             _ => Err(DataError::UnknownName {
                 what: "dtype",
                 found: s.to_string(),
-                expected: "f32, float32, u8, uint8, i8, int8",
+                expected: "f32, float32, u8, uint8, i8, int8, f16, float16",
             }),
         }
     }
@@ -74,7 +81,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for t in [DType::F32, DType::U8, DType::I8] {
+        for t in [DType::F32, DType::U8, DType::I8, DType::F16] {
             assert_eq!(t.as_str().parse::<DType>().unwrap(), t);
             assert_eq!(t.long_name().parse::<DType>().unwrap(), t);
             let json = serde_json::to_string(&t).unwrap();

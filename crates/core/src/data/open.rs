@@ -328,6 +328,8 @@ fn bytes_as(dtype: DType, bytes: &[u8]) -> Elems<'_> {
         DType::F32 => Elems::F32(cast_f32(bytes).expect("alignment checked at open")),
         DType::U8 => Elems::U8(bytes),
         DType::I8 => Elems::I8(cast_i8(bytes)),
+        // No parser yields f16 (a storage type only, `DType::F16`).
+        DType::F16 => unreachable!("vector files are never read as f16"),
     }
 }
 

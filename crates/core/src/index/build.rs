@@ -64,6 +64,13 @@ pub struct BuildParams {
     /// Degree of the navigation graph.
     #[serde(default = "default_nav_degree")]
     pub nav_degree: usize,
+    /// Element type of the vectors stored on disk when it differs from the
+    /// data's: `f16` (from float data) halves the record's vector bytes, so
+    /// a block holds more records and the node cache more nodes, at a
+    /// relative rounding error of 2^-11 per component in exact distances.
+    /// `None`: the data's own type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<DType>,
 }
 
 fn default_nav_degree() -> usize {
@@ -117,6 +124,7 @@ impl Default for BuildParams {
             shuffle_undirected: None,
             nav_sample: 0.0,
             nav_degree: 32,
+            store: None,
         }
     }
 }
@@ -193,6 +201,18 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     if !(p.max_batch_fraction > 0.0 && p.max_batch_fraction <= 1.0) {
         return arg("max_batch_fraction", "in (0, 1]", &p.max_batch_fraction);
     }
+    match p.store {
+        None => {}
+        Some(s) if s == dtype => {}
+        Some(DType::F16) if dtype == DType::F32 => {}
+        Some(s) => {
+            return arg(
+                "store",
+                &format!("f16 (from f32 data) or the data's own type {dtype}"),
+                &s,
+            )
+        }
+    }
     if dtype != DType::F32 && p.metric != Metric::L2 {
         return arg(
             "metric",
@@ -212,6 +232,27 @@ fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
         return Err(Error::argument(
             format!("{source}: row {}, component {}", i / dim, i % dim),
             "a finite number",
+            data[i],
+        ));
+    }
+    Ok(())
+}
+
+/// The largest finite f16.
+const F16_MAX: f32 = 65504.0;
+
+/// f16 storage needs every component to round to a finite half.
+fn check_f16_range(data: &[f32], dim: usize, source: &str) -> Result<()> {
+    use rayon::prelude::*;
+    // 65520 and above round to infinity.
+    if let Some(i) = data.par_iter().position_first(|x| x.abs() >= 65520.0) {
+        return Err(Error::argument(
+            format!(
+                "{source}: row {}, component {} (--store f16)",
+                i / dim,
+                i % dim
+            ),
+            format!("a magnitude of at most {F16_MAX}"),
             data[i],
         ));
     }
@@ -251,8 +292,10 @@ pub fn build_index(
     let t_all = Instant::now();
     let dim = data.dim();
     let n = data.elems().len() / dim;
-    let dtype = data.elems().dtype();
-    check_params(params, n, dim, dtype)?;
+    let data_dtype = data.elems().dtype();
+    check_params(params, n, dim, data_dtype)?;
+    // What the records hold (the manifest's dtype).
+    let dtype = params.store.unwrap_or(data_dtype);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .thread_name(|i| format!("stratavec-build-{i}"))
@@ -274,6 +317,9 @@ pub fn build_index(
     let f32_data: Cow<[f32]> = pool.install(|| -> Result<Cow<[f32]>> {
         let mut v = data.elems().to_f32();
         check_finite(&v, dim, source)?;
+        if dtype == DType::F16 {
+            check_f16_range(&v, dim, source)?;
+        }
         if params.metric == Metric::Cosine {
             use rayon::prelude::*;
             v.to_mut()
@@ -328,6 +374,10 @@ pub fn build_index(
     let elems = data.elems();
     let vector_bytes = |id: u32, out: &mut [u8]| {
         let (s, e) = (id as usize * dim, (id as usize + 1) * dim);
+        if dtype == DType::F16 {
+            stratavec_simd::half::encode_f16(&f32_data[s..e], out);
+            return;
+        }
         match elems {
             Elems::F32(_) => {
                 for (o, x) in out.chunks_exact_mut(4).zip(&f32_data[s..e]) {

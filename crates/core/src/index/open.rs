@@ -463,7 +463,7 @@ impl Index {
             ));
         }
         let range = match self.manifest.dtype {
-            DType::F32 => None,
+            DType::F32 | DType::F16 => None,
             DType::U8 => Some((0.0, 255.0)),
             DType::I8 => Some((-128.0, 127.0)),
         };

@@ -23,6 +23,7 @@ fn dtype_code(d: DType) -> u32 {
         DType::F32 => 0,
         DType::U8 => 1,
         DType::I8 => 2,
+        DType::F16 => 3,
     }
 }
 
@@ -66,7 +67,8 @@ impl PagesHeader {
             0 => DType::F32,
             1 => DType::U8,
             2 => DType::I8,
-            x => return Err(format!("dtype code: expected 0, 1 or 2, found {x}")),
+            3 => DType::F16,
+            x => return Err(format!("dtype code: expected 0, 1, 2 or 3, found {x}")),
         };
         let name_len = u32_at(48) as usize;
         if 52 + name_len > page.len() {

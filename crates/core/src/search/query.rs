@@ -24,7 +24,7 @@ impl PreparedQuery {
             crate::data::normalize_f32(&mut f);
         }
         let ints = match dtype {
-            DType::F32 => vec![],
+            DType::F32 | DType::F16 => vec![],
             DType::U8 => f.iter().map(|&x| x as u8).collect(),
             DType::I8 => f.iter().map(|&x| x as i8 as u8).collect(),
         };
@@ -55,6 +55,13 @@ impl PreparedQuery {
                     Metric::InnerProduct | Metric::Cosine => -stratavec_simd::dot_f32(&self.f32, v),
                 }
             }
+            // Stored halves are widened in the kernel (`--store f16`).
+            DType::F16 => match self.metric {
+                Metric::L2 => stratavec_simd::l2_sq_f16(&self.f32, stored),
+                Metric::InnerProduct | Metric::Cosine => {
+                    -stratavec_simd::dot_f16(&self.f32, stored)
+                }
+            },
             DType::U8 => stratavec_simd::l2_sq_u8(&self.ints, stored),
             DType::I8 => stratavec_simd::l2_sq_i8(cast::as_i8(&self.ints), cast::as_i8(stored)),
         }
