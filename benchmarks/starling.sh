@@ -16,10 +16,16 @@
 # missing). About 25 minutes on this 2-vCPU machine, 15 of them BNS on the
 # 96-d set (not run on the 384-d set: hours); --no-bns skips BNS (10
 # minutes). Run it with nothing else on the machine.
+# STORE=f16 builds and measures every stratavec index with its vectors stored
+# as f16 (`build --store f16`); its results carry a -f16 suffix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bns=,bns
+store=${STORE:-}
+sfx=${store:+-$store}
+sargs=()
+[ -n "$store" ] && sargs=(--store "$store")
 [ "${1:-}" = "--no-bns" ] && bns=
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
@@ -39,31 +45,31 @@ fi
 # the recall" is within one L of where each system crosses it (a coarse grid
 # can make one system overshoot by several reads and flatter the other).
 variants=diskann,starling-shuffle,starling-page,starling-nav,starling-pipeline,starling,starling-all
-"$bin" bench --data "$pca" --work "$work" --out "$res/starling-pca96.jsonl" --profiles "$variants" \
+"$bin" bench --data "$pca" --work "$work" --out "$res/starling-pca96$sfx.jsonl" --profiles "$variants" "${sargs[@]}" \
   --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24),26,30,40,60" --repeats 3
-"$bin" bench --data "$data" --work "$work" --out "$res/starling-384.jsonl" --profiles "$variants" \
+"$bin" bench --data "$data" --work "$work" --out "$res/starling-384$sfx.jsonl" --profiles "$variants" "${sargs[@]}" \
   --threads 2 --memory-fraction 0.2 -L "$(seq -s, 20 45),60" --repeats 3
-"$bin" bench --data "$data" --work "$work" --out "$res/range-384.jsonl" --profiles diskann,starling \
+"$bin" bench --data "$data" --work "$work" --out "$res/range-384$sfx.jsonl" --profiles diskann,starling "${sargs[@]}" \
   --threads 2 --memory-fraction 0.2 -L 10,20,40,80,160 --radius 1.0 --device-seconds 0
 
 for set in pca96 384; do
-  dir=$work/wordnet-minilm-diskann-R64-L128-pq48
-  [ "$set" = pca96 ] && dir=$work/wordnet-minilm-pca96-diskann-R64-L128-pq48
-  "$bin" shuffle "$dir" --methods bnp,bnf --json > "$res/shuffle-$set.jsonl"
+  dir=$work/wordnet-minilm-diskann-R64-L128-pq48$sfx
+  [ "$set" = pca96 ] && dir=$work/wordnet-minilm-pca96-diskann-R64-L128-pq48$sfx
+  "$bin" shuffle "$dir" --methods bnp,bnf --json > "$res/shuffle-$set$sfx.jsonl"
   # BNS by out-neighbours, as the paper has it (placing by the undirected
   # graph doubles the degree and makes BNS's O(o^3) per node 4-8x slower).
   [ -n "$bns" ] && [ "$set" = pca96 ] && \
-    "$bin" shuffle "$dir" --methods bns --undirected false --json >> "$res/shuffle-$set.jsonl"
-  python3 benchmarks/starling_table.py "$res/starling-$set.jsonl" --shuffle "$res/shuffle-$set.jsonl" \
-    > "$res/starling-$set.md"
+    "$bin" shuffle "$dir" --methods bns --undirected false --json >> "$res/shuffle-$set$sfx.jsonl"
+  python3 benchmarks/starling_table.py "$res/starling-$set$sfx.jsonl" --shuffle "$res/shuffle-$set$sfx.jsonl" \
+    > "$res/starling-$set$sfx.md"
 done
-python3 benchmarks/starling_table.py "$res/range-384.jsonl" > "$res/range-384.md"
+python3 benchmarks/starling_table.py "$res/range-384$sfx.jsonl" > "$res/range-384$sfx.md"
 
 runs=()
 for r in $(seq "${QPS_RUNS:-5}"); do
-  "$bin" bench --data "$pca" --work "$work" --out "$res/qps-pca96-$r.jsonl" --profiles diskann,starling \
+  "$bin" bench --data "$pca" --work "$work" --out "$res/qps-pca96$sfx-$r.jsonl" --profiles diskann,starling "${sargs[@]}" \
     --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24)" --repeats 3 --device-seconds 0
-  runs+=("$res/qps-pca96-$r.jsonl")
+  runs+=("$res/qps-pca96$sfx-$r.jsonl")
 done
-python3 benchmarks/qps_ratio.py "$res/starling-pca96.jsonl" "${runs[@]}" | tee "$res/qps-pca96.md"
-echo "tables: $res/starling-pca96.md $res/starling-384.md $res/range-384.md $res/qps-pca96.md"
+python3 benchmarks/qps_ratio.py "$res/starling-pca96$sfx.jsonl" "${runs[@]}" | tee "$res/qps-pca96$sfx.md"
+echo "tables: $res/starling-pca96$sfx.md $res/starling-384$sfx.md $res/range-384$sfx.md $res/qps-pca96$sfx.md"
