@@ -121,17 +121,12 @@ fn f16_refuses_what_it_cannot_store() {
     let (mut base, _) = synth(500, 1, 8, 23);
     base[37 * 8 + 5] = 70000.0;
     let dir = tmp.path().join("big");
-    let err = build_index(
-        Vectors::f32(&base, 8).unwrap(),
-        "big.fbin",
-        &dir,
-        &params("diskann", Metric::L2, Some(DType::F16)),
-        1,
-        &Silent,
-    )
-    .map(|_| ())
-    .unwrap_err()
-    .to_string();
+    let build_err = |data: Vectors<'_>, source: &str| {
+        let p = params("diskann", Metric::L2, Some(DType::F16));
+        let r = build_index(data, source, &dir, &p, 1, &Silent);
+        r.map(|_| ()).unwrap_err().to_string()
+    };
+    let err = build_err(Vectors::f32(&base, 8).unwrap(), "big.fbin");
     assert_mentions(
         &err,
         &["big.fbin", "row 37", "component 5", "65504", "70000", "f16"],
@@ -139,17 +134,7 @@ fn f16_refuses_what_it_cannot_store() {
     assert!(!dir.exists(), "a failed build left {}", dir.display());
 
     let bytes = vec![3u8; 500 * 8];
-    let err = build_index(
-        Vectors::u8(&bytes, 8).unwrap(),
-        "small.u8bin",
-        &dir,
-        &params("diskann", Metric::L2, Some(DType::F16)),
-        1,
-        &Silent,
-    )
-    .map(|_| ())
-    .unwrap_err()
-    .to_string();
+    let err = build_err(Vectors::u8(&bytes, 8).unwrap(), "small.u8bin");
     assert_mentions(&err, &["store", "f16", "u8"]);
     assert!(!dir.exists());
 }

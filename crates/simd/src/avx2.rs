@@ -43,7 +43,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn f32_term<const L2: bool>(x: __m256, y: __m256, acc: __m256) -> __m256 {
+pub(crate) fn f32_term<const L2: bool>(x: __m256, y: __m256, acc: __m256) -> __m256 {
     if L2 {
         let d = _mm256_sub_ps(x, y);
         _mm256_fmadd_ps(d, d, acc)

@@ -44,7 +44,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn f32_term<const L2: bool>(x: __m512, y: __m512, acc: __m512) -> __m512 {
+pub(crate) fn f32_term<const L2: bool>(x: __m512, y: __m512, acc: __m512) -> __m512 {
     if L2 {
         let d = _mm512_sub_ps(x, y);
         _mm512_fmadd_ps(d, d, acc)

@@ -136,12 +136,7 @@ mod simd {
                 let v = _mm256_cvtph_ps(_mm_loadu_si128(px.add(2 * i).cast()));
                 let a = _mm256_loadu_ps(pq.add(i));
                 let k = (i / 8) & 1;
-                acc[k] = if L2 {
-                    let d = _mm256_sub_ps(a, v);
-                    _mm256_fmadd_ps(d, d, acc[k])
-                } else {
-                    _mm256_fmadd_ps(a, v, acc[k])
-                };
+                acc[k] = crate::avx2::f32_term::<L2>(a, v, acc[k]);
                 i += 8;
             }
         }
@@ -156,18 +151,6 @@ mod simd {
             super::dot_scalar(&q[i..], tail)
         };
         lanes.iter().sum::<f32>() + rest
-    }
-
-    /// One step: `acc + (a-v)^2` when `L2`, else `acc + a*v`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn term<const L2: bool>(a: __m512, v: __m512, acc: __m512) -> __m512 {
-        if L2 {
-            let d = _mm512_sub_ps(a, v);
-            _mm512_fmadd_ps(d, d, acc)
-        } else {
-            _mm512_fmadd_ps(a, v, acc)
-        }
     }
 
     /// As [`sum_avx2`], 16 halves at a time, with a masked tail.
@@ -189,14 +172,14 @@ mod simd {
                 let v = _mm512_cvtph_ps(_mm256_loadu_si256(px.add(2 * i).cast()));
                 let a = _mm512_loadu_ps(pq.add(i));
                 let k = (i / 16) & 1;
-                acc[k] = term::<L2>(a, v, acc[k]);
+                acc[k] = crate::avx512::f32_term::<L2>(a, v, acc[k]);
                 i += 16;
             }
             if i < n {
                 let k: __mmask16 = (1u32 << (n - i)) as u16 - 1;
                 let v = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, px.add(2 * i).cast()));
                 let a = _mm512_maskz_loadu_ps(k, pq.add(i));
-                acc[0] = term::<L2>(a, v, acc[0]);
+                acc[0] = crate::avx512::f32_term::<L2>(a, v, acc[0]);
             }
         }
         _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]))
