@@ -13,6 +13,10 @@ pub struct Args {
     shuffle: Shuffle,
     #[command(flatten)]
     tuning: crate::cmd_shuffle::ShuffleTuning,
+    /// Store the vectors as f16 (from an f32 index): the same index as
+    /// `build --profile starling --store f16`, without a graph build.
+    #[arg(long)]
+    store: Option<stratavec::data::DType>,
     #[arg(long)]
     threads: Option<usize>,
 }
@@ -22,7 +26,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let params = a.tuning.params(a.shuffle);
     let threads = a.threads.unwrap_or_else(crate::default_threads);
-    let r = stratavec::index::relayout::relayout(&a.src, &a.dst, &params, threads)?;
+    let r = stratavec::index::relayout::relayout(&a.src, &a.dst, &params, a.store, threads)?;
     let stages: Vec<String> = r
         .shuffle
         .iter()

@@ -138,3 +138,56 @@ fn f16_refuses_what_it_cannot_store() {
     assert_mentions(&err, &["store", "f16", "u8"]);
     assert!(!dir.exists());
 }
+
+/// Relayout of an f32 diskann index with `store` = f16 writes exactly the
+/// pages a starling build with `--store f16` writes; a component f16 cannot
+/// hold fails it with the node and component, and nothing is left behind.
+#[test]
+fn relayout_to_f16_equals_an_f16_starling_build() {
+    use stratavec::index::relayout::relayout;
+    use stratavec::layout::shuffle::ShuffleParams;
+    let tmp = tempdir();
+    let (mut base, _) = synth(N, 1, DIM, 24);
+    let (d, s, r) = (
+        tmp.path().join("d"),
+        tmp.path().join("s"),
+        tmp.path().join("r"),
+    );
+    build_f32(&d, &base, DIM, &params("diskann", Metric::L2, None), 2);
+    let sp = params("starling", Metric::L2, Some(DType::F16));
+    build_f32(&s, &base, DIM, &sp, 2);
+    let shuffle = ShuffleParams {
+        method: sp.shuffle,
+        iterations: sp.shuffle_iterations,
+        gain_threshold: sp.shuffle_gain,
+        undirected: sp.shuffle_undirected,
+    };
+    relayout(&d, &r, &shuffle, Some(DType::F16), 2).unwrap();
+    for f in ["pages.bin", "map.bin", "codes.bin"] {
+        assert!(
+            std::fs::read(s.join(f)).unwrap() == std::fs::read(r.join(f)).unwrap(),
+            "{f} differs from the f16 starling build's"
+        );
+    }
+    assert_eq!(open(&r).manifest.dtype, DType::F16);
+    assert_eq!(open(&r).manifest.build.store, Some(DType::F16));
+
+    // u8 is not a storage type of an f32 index.
+    let err = relayout(&d, &tmp.path().join("u8"), &shuffle, Some(DType::U8), 2)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&err, &["store", "u8", "f32"]);
+
+    base[123 * DIM + 7] = -1e5;
+    let big = tmp.path().join("big");
+    build_f32(&big, &base, DIM, &params("diskann", Metric::L2, None), 2);
+    let out = tmp.path().join("big-f16");
+    let err = relayout(&big, &out, &shuffle, Some(DType::F16), 2)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(
+        &err,
+        &["pages.bin", "node 123", "component 7", "65504", "100000"],
+    );
+    assert!(!out.exists(), "a failed relayout left {}", out.display());
+}

@@ -259,7 +259,7 @@ fn relayout_equals_a_starling_build() {
         gain_threshold: sp.shuffle_gain,
         undirected: sp.shuffle_undirected,
     };
-    let report = stratavec::index::relayout::relayout(&d_dir, &r_dir, &shuffle, 2).unwrap();
+    let report = stratavec::index::relayout::relayout(&d_dir, &r_dir, &shuffle, None, 2).unwrap();
     assert!(report.shuffle.is_some());
     for f in ["pages.bin", "map.bin", "codes.bin"] {
         assert!(
@@ -279,7 +279,7 @@ fn relayout_equals_a_starling_build() {
     assert_eq!(a.ids, b.ids);
 
     let again = tmp.path().join("again");
-    let err = stratavec::index::relayout::relayout(&s_dir, &again, &shuffle, 2)
+    let err = stratavec::index::relayout::relayout(&s_dir, &again, &shuffle, None, 2)
         .unwrap_err()
         .to_string();
     assert!(

@@ -97,7 +97,7 @@ fn wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less() {
         method: stratavec::layout::shuffle::Shuffle::Bnf,
         ..Default::default()
     };
-    stratavec::index::relayout::relayout(&index_dir, &starling_dir, &shuffle, 2).unwrap();
+    stratavec::index::relayout::relayout(&index_dir, &starling_dir, &shuffle, None, 2).unwrap();
     let starling = Index::open(&starling_dir, &opts).unwrap();
     let params = SearchParams {
         k: 10,

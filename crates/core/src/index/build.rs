@@ -239,13 +239,14 @@ fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
 }
 
 /// The largest finite f16.
-const F16_MAX: f32 = 65504.0;
+pub(crate) const F16_MAX: f32 = 65504.0;
+/// Magnitudes from here on round to an infinite f16.
+pub(crate) const F16_LIMIT: f32 = 65520.0;
 
 /// f16 storage needs every component to round to a finite half.
 fn check_f16_range(data: &[f32], dim: usize, source: &str) -> Result<()> {
     use rayon::prelude::*;
-    // 65520 and above round to infinity.
-    if let Some(i) = data.par_iter().position_first(|x| x.abs() >= 65520.0) {
+    if let Some(i) = data.par_iter().position_first(|x| x.abs() >= F16_LIMIT) {
         return Err(Error::argument(
             format!(
                 "{source}: row {}, component {} (--store f16)",

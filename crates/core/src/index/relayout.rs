@@ -7,12 +7,15 @@
 //! is the neighbour lists and the block assignment, never the vectors or the
 //! whole pages file. PQ codes and a navigation graph are copied as they are
 //! (both are keyed by id, not by position). The result is byte-identical to
-//! building the same parameters with `--profile starling` (tested).
+//! building the same parameters with `--profile starling` (tested), and
+//! with `store` = f16 to building them with `--store f16` too: an f32 index
+//! becomes an f16 one without a graph build.
 
 use super::build::{peak_rss_bytes, write_report, BuildReport, BUILD_REPORT};
 use super::commit::{file_entry, Staging};
 use super::graph_file::read_graph;
 use super::manifest::{Manifest, MANIFEST};
+use crate::data::DType;
 use crate::error::{Error, FileContext, Result};
 use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
 use crate::layout::{blocked, position_map, BlockedLayout, Layout};
@@ -23,12 +26,14 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
 
-/// Writes `dst`, the index at `src` with its records shuffled by `params`.
+/// Writes `dst`, the index at `src` with its records shuffled by `params`
+/// and, when `store` is f16 and the source f32, its vectors stored as f16.
 /// `src` is left as it is; a failure leaves `dst` as it was.
 pub fn relayout(
     src: &Path,
     dst: &Path,
     params: &ShuffleParams,
+    store: Option<DType>,
     threads: usize,
 ) -> Result<BuildReport> {
     let t_all = Instant::now();
@@ -47,8 +52,24 @@ pub fn relayout(
     let mut stages = Vec::new();
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
+    let to_f16 = match store {
+        None => false,
+        Some(s) if s == coupled.dtype => false,
+        Some(DType::F16) if coupled.dtype == DType::F32 => true,
+        Some(s) => {
+            return Err(Error::argument(
+                "store",
+                format!(
+                    "f16 (from an f32 index) or the index's own type {}",
+                    coupled.dtype
+                ),
+                s,
+            ))
+        }
+    };
+    let dtype = if to_f16 { DType::F16 } else { coupled.dtype };
     stages.push(("read graph".to_string(), t.elapsed().as_secs_f64()));
-    let cap = blocked::capacity(coupled.page_size, coupled.dim, coupled.dtype, &lists)?;
+    let cap = blocked::capacity(coupled.page_size, coupled.dim, dtype, &lists)?;
     let staging = Staging::new(dst)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
@@ -62,7 +83,7 @@ pub fn relayout(
     let layout = BlockedLayout::new(
         coupled.page_size,
         coupled.dim,
-        coupled.dtype,
+        dtype,
         coupled.max_degree,
         assignment.block_of.clone(),
         assignment.blocks(),
@@ -74,6 +95,9 @@ pub fn relayout(
     // read of the source (the first error is kept and reported).
     let record = RefCell::new(vec![0u8; coupled.record_bytes]);
     let failed: RefCell<Option<std::io::Error>> = RefCell::new(None);
+    // A component f16 cannot hold: (node, component, value).
+    let too_big: RefCell<Option<(u32, usize, f32)>> = RefCell::new(None);
+    let floats = RefCell::new(Vec::new());
     let vector_bytes = |id: u32, out: &mut [u8]| {
         let mut rec = record.borrow_mut();
         let span = coupled.span_of(id);
@@ -84,6 +108,14 @@ pub fn relayout(
         };
         let offset = span.offset + (slot * coupled.record_bytes) as u64;
         match input.read_exact_at(&mut rec, offset) {
+            Ok(()) if to_f16 => {
+                let mut f = floats.borrow_mut();
+                stratavec_simd::cast::decode_f32(&rec[..vector_len], &mut f);
+                if let Some(c) = f.iter().position(|x| x.abs() >= super::build::F16_LIMIT) {
+                    too_big.borrow_mut().get_or_insert((id, c, f[c]));
+                }
+                stratavec_simd::half::encode_f16(&f, out);
+            }
             Ok(()) => out.copy_from_slice(&rec[..vector_len]),
             Err(e) => {
                 failed.borrow_mut().get_or_insert(e);
@@ -103,6 +135,16 @@ pub fn relayout(
     drop(w);
     if let Some(e) = failed.into_inner() {
         return Err(e).at("read", &src_pages);
+    }
+    if let Some((id, c, x)) = too_big.into_inner() {
+        return Err(Error::argument(
+            format!(
+                "{}: node {id}, component {c} (store f16)",
+                src_pages.display()
+            ),
+            format!("a magnitude of at most {}", super::build::F16_MAX),
+            x,
+        ));
     }
     let map_path = staging.dir.join("map.bin");
     let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
@@ -132,6 +174,10 @@ pub fn relayout(
     manifest.build.shuffle_iterations = params.iterations;
     manifest.build.shuffle_gain = params.gain_threshold;
     manifest.build.shuffle_undirected = params.undirected;
+    if to_f16 {
+        manifest.dtype = DType::F16;
+        manifest.build.store = Some(DType::F16);
+    }
     manifest.layout = layout.name().into();
     manifest.files = files;
     let out = BuildReport {
