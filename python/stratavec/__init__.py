@@ -356,7 +356,7 @@ class Index:
             reads. Raised to ``k`` if smaller.
         beam_width : int, optional
             Reads issued per hop (DiskANN's ``W``), 1 to 64. Default: 4; 2
-            for block search over blocks of 4 or more records.
+            for block search over blocks of 6 or more records.
         threads : int, optional
             Search threads (default: all cores).
         in_flight : int, optional

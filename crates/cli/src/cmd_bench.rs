@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(short = 'k', default_value_t = 10)]
     k: usize,
     /// Reads per hop; default: each system's own (4; 2 for block search
-    /// over blocks of 4+ records; peers 4).
+    /// over blocks of 6+ records; peers 4).
     #[arg(long, short = 'W')]
     beam_width: Option<usize>,
     #[arg(long, default_value_t = 2)]

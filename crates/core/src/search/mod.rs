@@ -110,17 +110,14 @@ impl SearchParams {
     }
 
     /// Reads per hop and queries in flight for this search over blocks of
-    /// `records_per_block` records (mean): block search over blocks of 4 or
-    /// more reads 2 blocks per hop, with twice the queries in flight so as
-    /// many reads are asked for ([`in_flight_for`]). Each block read then
-    /// brings several candidates, so a narrower beam stays closer to the
-    /// best of them (Starling's Algorithm 2 reads one block per hop).
-    /// Measured at recall 0.95: at
-    /// 7.75 records per block (wordnet-minilm-pca96) W = 2 reads 12.9
-    /// blocks against 13.5 at W = 4 (W = 1: more); at 2 records per block
-    /// (the 384-d set) W = 2 reads 3% more than W = 4, so W stays 4 there.
+    /// `records_per_block` records (mean): block search over blocks of
+    /// [`NARROW_BEAM_BLOCK`] or more reads 2 blocks per hop, with twice the
+    /// queries in flight so as many reads are asked for ([`in_flight_for`]).
+    /// Each block read then brings several candidates, so a narrower beam
+    /// stays closer to the best of them (Starling's Algorithm 2 reads one
+    /// block per hop).
     pub fn with_io_defaults(mut self, records_per_block: f64) -> Self {
-        if self.page_search && records_per_block >= LARGE_BLOCK {
+        if self.page_search && records_per_block >= NARROW_BEAM_BLOCK {
             self.beam_width = 2;
             self.in_flight = in_flight_for(2);
         }
@@ -165,10 +162,18 @@ pub fn read_slots(in_flight: usize, beam_width: usize) -> usize {
     (in_flight.max(1) * beam_width.max(1)).min(READ_SLOTS)
 }
 
-/// Mean records per block from which block search narrows its beam and the
-/// shuffles place by the undirected graph (both measured to help at 7.75
-/// records per block and to hurt at 2).
-pub const LARGE_BLOCK: f64 = 4.0;
+/// Mean records per block from which the shuffles place by the undirected
+/// graph (`ShuffleParams::undirected`). Reads at recall 0.95, directed →
+/// undirected: 2 records (384-d f32) +8%; 4 (384-d f16) 23.38 → 22.93;
+/// 7.75 (96-d f32) 13.65 → 13.46.
+pub const UNDIRECTED_BLOCK: f64 = 4.0;
+
+/// Mean records per block from which block search reads 2 blocks per hop
+/// instead of 4 ([`SearchParams::with_io_defaults`]). Reads at recall 0.95,
+/// W = 4 → W = 2: 2 records +3%; 4 records 22.93 → 23.66; 7.75 records
+/// 13.5 → 12.9 (W = 1: more); 12.7 (96-d f16) 12.18 → 11.94. Between the
+/// last point where 4 won and the first where 2 did.
+pub const NARROW_BEAM_BLOCK: f64 = 6.0;
 
 /// One query's state machine. The scheduler calls `step` when the query is
 /// new or has received data; `step` returns the nodes whose records it wants

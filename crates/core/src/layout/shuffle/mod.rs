@@ -66,10 +66,10 @@ pub struct ShuffleParams {
     /// read for v also serves a search that reached v from u (u → v), so u
     /// belongs beside v as much as v's own neighbours do, when there is room
     /// for both. `None` (auto): undirected when blocks hold at least
-    /// `search::LARGE_BLOCK` records on average. Measured at recall 0.95: at
-    /// 7.75 records per block (wordnet-minilm-pca96) 1.4% fewer reads
-    /// (13.46 vs 13.65); at 2 (the 384-d set), where the one other record
-    /// should be an out-neighbour, 8% more. OR(G) is always reported on the
+    /// `search::UNDIRECTED_BLOCK` records on average. Measured at recall
+    /// 0.95: at 7.75 records per block (wordnet-minilm-pca96) 1.4% fewer
+    /// reads (13.46 vs 13.65), at 4 (384-d f16) 1.9% fewer; at 2 (the 384-d
+    /// set), where the one other record should be an out-neighbour, 8% more. OR(G) is always reported on the
     /// directed graph (eq. 5). Costs a second copy of the edges while the
     /// shuffle runs.
     #[serde(default)]
@@ -133,7 +133,7 @@ pub fn shuffle(
     p: &ShuffleParams,
 ) -> (BlockAssignment, ShuffleReport) {
     let both;
-    let large = capacity.mean_per_block(lists.len()) >= crate::search::LARGE_BLOCK;
+    let large = capacity.mean_per_block(lists.len()) >= crate::search::UNDIRECTED_BLOCK;
     let undirected_placement = p.undirected.unwrap_or(large) && p.method != Shuffle::None;
     let place: &[Vec<u32>] = if undirected_placement {
         both = undirected(lists);
