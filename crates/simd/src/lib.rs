@@ -109,7 +109,9 @@ pub fn quantize_u16(src: &[f32], out: &mut [u16]) -> (f32, f32) {
 /// than float gathers). A search estimates the ~R neighbours of a node at
 /// once, and their rows are scattered over megabytes of codes: every row is
 /// prefetched before the first is used, so the cache misses overlap instead
-/// of costing ~R memory latencies in a row. Panics unless
+/// of costing ~R memory latencies in a row. On AVX-512 CPUs with VBMI,
+/// whole batches of 32 rows (m a multiple of 8) are looked up in registers
+/// instead of gathered, with the same sums. Panics unless
 /// `table.len() > 256 * m`, every row is inside `codes` and
 /// `out.len() == ids.len()`.
 pub fn pq_adc_rows_u16(table: &[u16], codes: &[u8], m: usize, ids: &[u32], out: &mut [u32]) {

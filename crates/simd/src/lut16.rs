@@ -94,6 +94,18 @@ pub fn rows_scalar(table: &[u16], codes: &[u8], m: usize, ids: &[u32], out: &mut
 #[cfg(target_arch = "x86_64")]
 pub(crate) use simd::{quantize_avx2, quantize_avx512, rows_avx2, rows_avx512};
 
+/// Whether the AVX-512 rows kernel may look up whole batches in registers
+/// ([`simd::rows_in_registers`]): it needs VBMI (byte permutes) and DQ
+/// (64-bit multiplies) besides the level's F/BW/VL.
+#[cfg(target_arch = "x86_64")]
+fn in_register_lookups() -> bool {
+    std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+}
+
+/// Ids per in-register batch.
+const BATCH: usize = 32;
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use super::{code, step};
@@ -272,6 +284,19 @@ mod simd {
         out: &mut [u32],
     ) {
         super::check_rows(table.len(), codes.len(), m, ids, out.len());
+        // Whole batches of 32 rows in registers when the CPU and m allow,
+        // the rest (and every row otherwise) by gathers.
+        let batched = if m >= 8 && m.is_multiple_of(8) && super::in_register_lookups() {
+            ids.len() / super::BATCH * super::BATCH
+        } else {
+            0
+        };
+        if batched > 0 {
+            // SAFETY: VBMI and DQ checked just above; F/BW/VL by the level;
+            // the bounds by `check_rows`.
+            unsafe { rows_in_registers(table, codes, m, &ids[..batched], &mut out[..batched]) };
+        }
+        let (ids, out) = (&ids[batched..], &mut out[batched..]);
         let t = table.as_ptr().cast::<i32>();
         let low = _mm512_set1_epi32(0xffff);
         let first = _mm512_mullo_epi32(
@@ -305,6 +330,128 @@ mod simd {
                 }
             }
             *o = _mm512_reduce_add_epi32(acc) as u32;
+        }
+    }
+
+    /// [`rows_avx512`] for whole batches of 32 rows, without gathers into
+    /// the table: the batch's codes are transposed (one 8-byte gather per
+    /// row and 8 sub-spaces, an 8 x 8 byte transpose per register, then
+    /// 64-bit interleaves) so each sub-space's 32 codes fill one register
+    /// of u16 indices, and its 256-entry table row, held in 8 registers, is
+    /// looked up with 4 two-table word permutes (6 index bits each) and
+    /// blends on index bits 6 and 7. Sums are the same integers. A
+    /// micro-benchmark (48 sub-spaces, 117k random rows, the table rotating
+    /// among 64 queries as a worker's does): ~25% less time per row than
+    /// the gathers.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f, avx512bw, avx512vl, avx512dq and
+    /// avx512vbmi; `ids.len()` must be a multiple of 32, `m` of 8, every
+    /// row inside `codes` and `table.len() >= 256 * m`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")]
+    pub(super) unsafe fn rows_in_registers(
+        table: &[u16],
+        codes: &[u8],
+        m: usize,
+        ids: &[u32],
+        out: &mut [u32],
+    ) {
+        debug_assert!(ids.len().is_multiple_of(super::BATCH) && m.is_multiple_of(8));
+        let t = table.as_ptr();
+        // Out byte 8k + i = in byte 8i + k: 8 rows x 8 codes -> 8 codes x 8 rows.
+        let mut order = [0u8; 64];
+        for (o, slot) in order.iter_mut().enumerate() {
+            *slot = ((o % 8) * 8 + o / 8) as u8;
+        }
+        // SAFETY: `order` holds 64 bytes.
+        let transpose = unsafe { _mm512_loadu_si512(order.as_ptr().cast()) };
+        // Interleave the qwords of two registers: lower four, upper four.
+        let (pair_lo, pair_hi) = (
+            _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),
+            _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15),
+        );
+        // Then pairs of qword pairs: two sub-spaces x 32 rows per register.
+        let (quad_lo, quad_hi) = (
+            _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+            _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15),
+        );
+        let low = _mm512_set1_epi32(0xffff);
+        let (bit6, bit7) = (_mm512_set1_epi16(0x40), _mm512_set1_epi16(0x80));
+        let row_bytes = _mm512_set1_epi64(m as i64);
+        for (ids, out) in ids
+            .chunks_exact(super::BATCH)
+            .zip(out.chunks_exact_mut(super::BATCH))
+        {
+            // Byte offset of each row, 8 rows per register (64-bit: no
+            // overflow for any index size).
+            let offsets: [__m512i; 4] = core::array::from_fn(|g| {
+                // SAFETY: reads ids 8g..8g+8 of this batch of 32.
+                let v = unsafe { _mm256_loadu_si256(ids.as_ptr().add(8 * g).cast()) };
+                _mm512_mullo_epi64(_mm512_cvtepu32_epi64(v), row_bytes)
+            });
+            let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for col in 0..m / 8 {
+                // SAFETY: each gather reads bytes 8col..8col+8 < m of 8 rows
+                // inside `codes` (checked by the caller).
+                let base = unsafe { codes.as_ptr().add(8 * col) };
+                let z: [__m512i; 4] = core::array::from_fn(|g| {
+                    // SAFETY: as above.
+                    let v = unsafe { _mm512_i64gather_epi64::<1>(offsets[g], base.cast()) };
+                    _mm512_permutexvar_epi8(transpose, v)
+                });
+                let a = _mm512_permutex2var_epi64(z[0], pair_lo, z[1]);
+                let b = _mm512_permutex2var_epi64(z[0], pair_hi, z[1]);
+                let c = _mm512_permutex2var_epi64(z[2], pair_lo, z[3]);
+                let d = _mm512_permutex2var_epi64(z[2], pair_hi, z[3]);
+                let quads = [
+                    _mm512_permutex2var_epi64(a, quad_lo, c),
+                    _mm512_permutex2var_epi64(a, quad_hi, c),
+                    _mm512_permutex2var_epi64(b, quad_lo, d),
+                    _mm512_permutex2var_epi64(b, quad_hi, d),
+                ];
+                for (q, &quad) in quads.iter().enumerate() {
+                    for half in 0..2 {
+                        let j = 8 * col + 2 * q + half;
+                        let codes32 = if half == 0 {
+                            _mm512_castsi512_si256(quad)
+                        } else {
+                            _mm512_extracti64x4_epi64::<1>(quad)
+                        };
+                        let idx = _mm512_cvtepu8_epi16(codes32);
+                        // SAFETY: row j's 256 entries are inside the table.
+                        let r: [__m512i; 8] = core::array::from_fn(|k| unsafe {
+                            _mm512_loadu_si512(t.add(j * 256 + 32 * k).cast())
+                        });
+                        let q01 = _mm512_permutex2var_epi16(r[0], idx, r[1]);
+                        let q23 = _mm512_permutex2var_epi16(r[2], idx, r[3]);
+                        let q45 = _mm512_permutex2var_epi16(r[4], idx, r[5]);
+                        let q67 = _mm512_permutex2var_epi16(r[6], idx, r[7]);
+                        let (m6, m7) = (
+                            _mm512_test_epi16_mask(idx, bit6),
+                            _mm512_test_epi16_mask(idx, bit7),
+                        );
+                        let lo = _mm512_mask_blend_epi16(m6, q01, q23);
+                        let hi = _mm512_mask_blend_epi16(m6, q45, q67);
+                        let v = _mm512_mask_blend_epi16(m7, lo, hi);
+                        // Word lanes 2i and 2i+1 are rows 2i and 2i+1.
+                        even = _mm512_add_epi32(even, _mm512_and_si512(v, low));
+                        odd = _mm512_add_epi32(odd, _mm512_srli_epi32::<16>(v));
+                    }
+                }
+            }
+            // Back to row order: interleave even and odd rows per 128-bit
+            // lane, then put the lanes in order.
+            let lo = _mm512_unpacklo_epi32(even, odd);
+            let hi = _mm512_unpackhi_epi32(even, odd);
+            let a = _mm512_shuffle_i64x2::<0b01_00_01_00>(lo, hi);
+            let b = _mm512_shuffle_i64x2::<0b11_10_11_10>(lo, hi);
+            let first = _mm512_shuffle_i64x2::<0b11_01_10_00>(a, a);
+            let second = _mm512_shuffle_i64x2::<0b11_01_10_00>(b, b);
+            // SAFETY: `out` is this batch's 32 sums.
+            unsafe {
+                _mm512_storeu_si512(out.as_mut_ptr().cast(), first);
+                _mm512_storeu_si512(out.as_mut_ptr().add(16).cast(), second);
+            }
         }
     }
 }

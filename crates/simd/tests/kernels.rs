@@ -172,6 +172,35 @@ proptest! {
         }
     }
 
+    /// The same for whole batches of 32 rows with m a multiple of 8, where
+    /// the AVX-512 level looks rows up in registers instead of gathering:
+    /// batch and tail, table entries up to u16::MAX, rows anywhere.
+    #[test]
+    fn pq_rows_u16_in_register_batches_are_exact_sums(
+        m8 in 1usize..13,
+        n in 1usize..300,
+        count in 0usize..140,
+        seed in any::<u64>(),
+    ) {
+        let m = 8 * m8;
+        let mut x = seed | 1;
+        let mut next = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+        let mut table: Vec<u16> = (0..256 * m).map(|_| next() as u16).collect();
+        for j in 0..m {
+            table[j * 256 + 255] = u16::MAX;
+        }
+        table.push(u16::MAX);
+        let codes: Vec<u8> = (0..m * n).map(|_| next() as u8).collect();
+        let ids: Vec<u32> = (0..count).map(|_| (next() % n as u64) as u32).collect();
+        let mut reference = vec![0u32; ids.len()];
+        (Level::Scalar.kernels().unwrap().pq_adc_rows_u16)(&table, &codes, m, &ids, &mut reference);
+        for k in levels() {
+            let mut out = vec![u32::MAX; ids.len()];
+            (k.pq_adc_rows_u16)(&table, &codes, m, &ids, &mut out);
+            prop_assert_eq!(&out, &reference, "{:?}", k.level);
+        }
+    }
+
     /// u16 estimates are exact integer sums at every level, for rows out of
     /// order and repeated, with the table's padding entry as large as can be
     /// (a gather that kept the neighbour entry's bits would show it).

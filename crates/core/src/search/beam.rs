@@ -356,11 +356,14 @@ impl BeamSearch {
                 }
                 None => {
                     for &t in &targets {
-                        self.add_neighbors(ctx, t, ctx.layout.record_slice(t, span));
+                        self.collect_neighbors(ctx, t, ctx.layout.record_slice(t, span));
                     }
                 }
             }
         }
+        // The whole hop's neighbours in one batch (the list ends the same
+        // whatever the grouping; larger batches estimate faster).
+        self.list_collected(ctx);
         self.targets = targets;
         self.deferred = hop;
         self.has_deferred = true;
@@ -387,6 +390,8 @@ impl BeamSearch {
                 super::block::explore_others(self, ctx, span, &hop.claimed[page], sigma);
             }
         }
+        // Every page's explored neighbours in one batch, as in `finish_hop`.
+        self.list_collected(ctx);
         hop.clear();
         self.targets = targets;
         self.deferred = hop;

@@ -97,5 +97,5 @@ pub fn explore_others(
             s.collect_neighbors(ctx, id, rec);
         }
     }
-    s.list_collected(ctx);
+    // Listed by the caller, with the other pages' (`run_deferred`).
 }
