@@ -104,6 +104,7 @@ fn in_register_lookups() -> bool {
 }
 
 /// Ids per in-register batch.
+#[cfg(target_arch = "x86_64")]
 const BATCH: usize = 32;
 
 #[cfg(target_arch = "x86_64")]
