@@ -88,25 +88,20 @@ fn check(q: &[f32], x: &[u8]) {
     );
 }
 
-/// Reference: squared L2 distance from the f32 query `q` to the stored f16
-/// vector `x` (`2 * q.len()` bytes).
-pub fn l2_sq_scalar(q: &[f32], x: &[u8]) -> f32 {
+/// Reference: squared L2 distance (`L2`) or inner product of the f32 query
+/// `q` and the stored f16 vector `x` (`2 * q.len()` bytes).
+pub fn sum_scalar<const L2: bool>(q: &[f32], x: &[u8]) -> f32 {
     check(q, x);
     q.iter()
         .zip(x.chunks_exact(2))
         .map(|(&a, h)| {
-            let d = a - f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
-            d * d
+            let v = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+            if L2 {
+                (a - v) * (a - v)
+            } else {
+                a * v
+            }
         })
-        .sum()
-}
-
-/// Reference: inner product of `q` and the stored f16 vector `x`.
-pub fn dot_scalar(q: &[f32], x: &[u8]) -> f32 {
-    check(q, x);
-    q.iter()
-        .zip(x.chunks_exact(2))
-        .map(|(&a, h)| a * f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
         .sum()
 }
 
@@ -144,12 +139,7 @@ mod simd {
         let mut lanes = [0f32; 8];
         // SAFETY: `lanes` holds 8 floats.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), s) };
-        let tail = &x[2 * i..];
-        let rest = if L2 {
-            super::l2_sq_scalar(&q[i..], tail)
-        } else {
-            super::dot_scalar(&q[i..], tail)
-        };
+        let rest = super::sum_scalar::<L2>(&q[i..], &x[2 * i..]);
         lanes.iter().sum::<f32>() + rest
     }
 

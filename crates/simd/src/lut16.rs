@@ -334,6 +334,18 @@ mod simd {
         }
     }
 
+    /// Byte permute of an 8 x 8 transpose: out byte 8k + i = in byte 8i + k
+    /// (computed once, at compile time, not per call).
+    const TRANSPOSE_8X8: [u8; 64] = {
+        let mut t = [0u8; 64];
+        let mut o = 0;
+        while o < 64 {
+            t[o] = ((o % 8) * 8 + o / 8) as u8;
+            o += 1;
+        }
+        t
+    };
+
     /// [`rows_avx512`] for whole batches of 32 rows, without gathers into
     /// the table: the batch's codes are transposed (one 8-byte gather per
     /// row and 8 sub-spaces, an 8 x 8 byte transpose per register, then
@@ -359,13 +371,9 @@ mod simd {
     ) {
         debug_assert!(ids.len().is_multiple_of(super::BATCH) && m.is_multiple_of(8));
         let t = table.as_ptr();
-        // Out byte 8k + i = in byte 8i + k: 8 rows x 8 codes -> 8 codes x 8 rows.
-        let mut order = [0u8; 64];
-        for (o, slot) in order.iter_mut().enumerate() {
-            *slot = ((o % 8) * 8 + o / 8) as u8;
-        }
-        // SAFETY: `order` holds 64 bytes.
-        let transpose = unsafe { _mm512_loadu_si512(order.as_ptr().cast()) };
+        // 8 rows x 8 codes -> 8 codes x 8 rows.
+        // SAFETY: `TRANSPOSE_8X8` holds 64 bytes.
+        let transpose = unsafe { _mm512_loadu_si512(TRANSPOSE_8X8.as_ptr().cast()) };
         // Interleave the qwords of two registers: lower four, upper four.
         let (pair_lo, pair_hi) = (
             _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),

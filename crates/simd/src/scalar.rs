@@ -16,8 +16,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     nearest_transposed: crate::transposed::nearest_scalar,
     quantize_u16: crate::lut16::quantize_scalar,
     pq_adc_rows_u16: crate::lut16::rows_scalar,
-    l2_sq_f16: crate::half::l2_sq_scalar,
-    dot_f16: crate::half::dot_scalar,
+    l2_sq_f16: crate::half::sum_scalar::<true>,
+    dot_f16: crate::half::sum_scalar::<false>,
 };
 
 /// Squared Euclidean distance. Panics if the lengths differ.

@@ -201,18 +201,7 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     if !(p.max_batch_fraction > 0.0 && p.max_batch_fraction <= 1.0) {
         return arg("max_batch_fraction", "in (0, 1]", &p.max_batch_fraction);
     }
-    match p.store {
-        None => {}
-        Some(s) if s == dtype => {}
-        Some(DType::F16) if dtype == DType::F32 => {}
-        Some(s) => {
-            return arg(
-                "store",
-                &format!("f16 (from f32 data) or the data's own type {dtype}"),
-                &s,
-            )
-        }
-    }
+    stored_dtype(p.store, dtype)?;
     if dtype != DType::F32 && p.metric != Metric::L2 {
         return arg(
             "metric",
@@ -236,6 +225,22 @@ fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The element type records hold when vectors of type `source` are stored
+/// as `store` (`BuildParams::store`): the source's own type, or f16 from
+/// f32; anything else is an error. Shared by the build and `relayout`.
+pub(crate) fn stored_dtype(store: Option<DType>, source: DType) -> Result<DType> {
+    match store {
+        None => Ok(source),
+        Some(s) if s == source => Ok(s),
+        Some(DType::F16) if source == DType::F32 => Ok(DType::F16),
+        Some(s) => Err(Error::argument(
+            "store",
+            format!("f16 (from f32 vectors) or the vectors' own type {source}"),
+            s,
+        )),
+    }
 }
 
 /// The largest finite f16.
@@ -296,7 +301,7 @@ pub fn build_index(
     let data_dtype = data.elems().dtype();
     check_params(params, n, dim, data_dtype)?;
     // What the records hold (the manifest's dtype).
-    let dtype = params.store.unwrap_or(data_dtype);
+    let dtype = stored_dtype(params.store, data_dtype)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .thread_name(|i| format!("stratavec-build-{i}"))

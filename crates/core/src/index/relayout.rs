@@ -52,22 +52,8 @@ pub fn relayout(
     let mut stages = Vec::new();
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
-    let to_f16 = match store {
-        None => false,
-        Some(s) if s == coupled.dtype => false,
-        Some(DType::F16) if coupled.dtype == DType::F32 => true,
-        Some(s) => {
-            return Err(Error::argument(
-                "store",
-                format!(
-                    "f16 (from an f32 index) or the index's own type {}",
-                    coupled.dtype
-                ),
-                s,
-            ))
-        }
-    };
-    let dtype = if to_f16 { DType::F16 } else { coupled.dtype };
+    let dtype = super::build::stored_dtype(store, coupled.dtype)?;
+    let to_f16 = dtype != coupled.dtype;
     stages.push(("read graph".to_string(), t.elapsed().as_secs_f64()));
     let cap = blocked::capacity(coupled.page_size, coupled.dim, dtype, &lists)?;
     let staging = Staging::new(dst)?;
