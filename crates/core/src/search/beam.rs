@@ -262,6 +262,12 @@ impl BeamSearch {
     pub(super) fn collect_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         let node = ctx.layout.parse(record);
         self.stats.hops += 1;
+        // Branch-free: every id is written, and kept (the length advances)
+        // only if it was new. Whether a neighbour was seen is a coin flip to
+        // the branch predictor, and a mispredict per neighbour cost more
+        // than the store.
+        let mut len = self.fresh.len();
+        self.fresh.resize(len + node.degree(), 0);
         for nb in node.neighbors() {
             if nb as usize >= ctx.n {
                 // A corrupt page must fail this query, not index out of bounds.
@@ -275,10 +281,10 @@ impl BeamSearch {
                 self.done = true;
                 continue;
             }
-            if self.visited.insert(nb) {
-                self.fresh.push(nb);
-            }
+            self.fresh[len] = nb;
+            len += self.visited.insert(nb) as usize;
         }
+        self.fresh.truncate(len);
     }
 
     /// Expands the collected nodes, second part: their new neighbours are
