@@ -288,3 +288,42 @@ fn relayout_equals_a_starling_build() {
     );
     assert!(!again.exists());
 }
+
+/// The build report's stages partition the build: the shuffle and the
+/// navigation graph run inside the write stage and must not be counted in
+/// it again, so the stages add up to no more than the whole build.
+#[test]
+fn build_stages_add_up_to_the_build() {
+    let (base, _) = synth(N, 1, DIM, 22);
+    let tmp = tempdir();
+    let params = stratavec::BuildParams {
+        nav_sample: 0.05,
+        nav_degree: 16,
+        ..starling_params()
+    };
+    let report = stratavec::build_index(
+        stratavec::data::Vectors::f32(&base, DIM).unwrap(),
+        "test data",
+        &tmp.path().join("s"),
+        &params,
+        2,
+        &stratavec::progress::Silent,
+    )
+    .unwrap();
+    let names: Vec<&str> = report.stages.iter().map(|s| s.0.as_str()).collect();
+    for want in ["graph", "shuffle", "nav", "write"] {
+        assert_eq!(names.iter().filter(|&&n| n == want).count(), 1, "{names:?}");
+    }
+    let sum: f64 = report.stages.iter().map(|s| s.1).sum();
+    assert!(
+        report.stages.iter().all(|s| s.1 >= 0.0),
+        "{:?}",
+        report.stages
+    );
+    assert!(
+        sum <= report.total_s + 1e-6,
+        "stages {:?} add up to {sum} s, the build took {} s",
+        report.stages,
+        report.total_s
+    );
+}
