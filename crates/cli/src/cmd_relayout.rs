@@ -33,18 +33,14 @@ pub fn run(a: Args) -> Result<()> {
         .flat_map(|s| s.stages.iter().map(|(m, or, _)| format!("{m} {or:.4}")))
         .collect();
     println!(
-        "relayout {} -> {} in {:.1} s; peak RSS {} MB; OR(G): id order {:.4}, {} (placed by the {} graph)",
+        "relayout {} -> {} in {:.1} s; peak RSS {} MB; OR(G): id order {:.4}, {} (placed by {})",
         a.src.display(),
         a.dst.display(),
         r.total_s,
         r.peak_rss_bytes >> 20,
         r.shuffle.as_ref().map_or(0.0, |s| s.id_order),
         stages.join(", "),
-        if r.shuffle.as_ref().is_some_and(|s| s.undirected) {
-            "undirected"
-        } else {
-            "directed"
-        }
+        r.shuffle.as_ref().map_or(String::new(), |s| s.placed_by())
     );
     Ok(())
 }

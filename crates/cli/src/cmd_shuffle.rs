@@ -1,7 +1,10 @@
 use anyhow::Result;
 use std::path::PathBuf;
+use stratavec::index::placement::nearest_for;
+use stratavec::index::Manifest;
 use stratavec::layout::blocked;
 use stratavec::layout::shuffle::{shuffle, Capacity, Shuffle, ShuffleParams};
+use stratavec::quant::{pq_file, PqQuantizer};
 
 /// The shuffles' tuning, shared by `stratavec shuffle` and `stratavec
 /// relayout`.
@@ -19,6 +22,11 @@ pub struct ShuffleTuning {
     /// records.
     #[arg(long)]
     undirected: Option<bool>,
+    /// Place each node beside its K nearest nodes within two hops in the
+    /// graph (ranked by the index's PQ codes); 0: by the graph. Default: 24
+    /// when blocks hold 4 or more records, else 0.
+    #[arg(long, value_name = "K")]
+    nearest: Option<usize>,
 }
 
 impl ShuffleTuning {
@@ -28,6 +36,7 @@ impl ShuffleTuning {
             iterations: self.iterations,
             gain_threshold: self.gain,
             undirected: self.undirected,
+            nearest: self.nearest,
         }
     }
 }
@@ -60,7 +69,12 @@ pub fn run(a: Args) -> Result<()> {
     for &method in &a.methods {
         let p = a.tuning.params(method);
         let t = std::time::Instant::now();
-        let (assignment, report) = shuffle(&lists, &cap, &p);
+        let nearest = nearest_for(&lists, &cap, &p, || {
+            let m = Manifest::read(&a.index_dir)?;
+            let (cb, codes) = pq_file::read(&a.index_dir.join("codes.bin"), m.n, m.dim)?;
+            Ok(PqQuantizer::new(cb, codes, m.metric))
+        })?;
+        let (assignment, report) = shuffle(&lists, &cap, &p, nearest.as_deref());
         let total = t.elapsed().as_secs_f64();
         assignment.validate().map_err(anyhow::Error::msg)?;
         let per_block = lists.len() as f64 / assignment.blocks().max(1) as f64;
@@ -68,6 +82,7 @@ pub fn run(a: Args) -> Result<()> {
             println!(
                 "{}",
                 serde_json::json!({"method": method.to_string(), "per_block": per_block, "undirected": report.undirected,
+                    "nearest": report.nearest,
                     "n": lists.len(), "or_id_order": report.id_order, "stages": report.stages, "seconds": total})
             );
         } else {

@@ -145,7 +145,6 @@ fn f16_refuses_what_it_cannot_store() {
 #[test]
 fn relayout_to_f16_equals_an_f16_starling_build() {
     use stratavec::index::relayout::relayout;
-    use stratavec::layout::shuffle::ShuffleParams;
     let tmp = tempdir();
     let (mut base, _) = synth(N, 1, DIM, 24);
     let (d, s, r) = (
@@ -156,12 +155,7 @@ fn relayout_to_f16_equals_an_f16_starling_build() {
     build_f32(&d, &base, DIM, &params("diskann", Metric::L2, None), 2);
     let sp = params("starling", Metric::L2, Some(DType::F16));
     build_f32(&s, &base, DIM, &sp, 2);
-    let shuffle = ShuffleParams {
-        method: sp.shuffle,
-        iterations: sp.shuffle_iterations,
-        gain_threshold: sp.shuffle_gain,
-        undirected: sp.shuffle_undirected,
-    };
+    let shuffle = sp.shuffle_params();
     relayout(&d, &r, &shuffle, Some(DType::F16), 2).unwrap();
     for f in ["pages.bin", "map.bin", "codes.bin"] {
         assert!(

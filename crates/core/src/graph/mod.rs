@@ -6,6 +6,7 @@ pub mod greedy;
 pub mod medoid;
 pub mod prune;
 pub mod space;
+pub mod two_hop;
 pub mod vamana;
 
 pub use space::BuildSpace;

@@ -4,13 +4,14 @@
 
 use super::commit::{file_entry, Staging};
 use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
+use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
 use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams, ShuffleReport};
 use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
 use crate::progress::Progress;
-use crate::quant::pq::{PqCodebook, PqTrainParams};
+use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
 use crate::quant::pq_file;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -57,6 +58,11 @@ pub struct BuildParams {
     /// `None`: by the records per block).
     #[serde(default)]
     pub shuffle_undirected: Option<bool>,
+    /// Place records beside their k nearest nodes
+    /// (`ShuffleParams::nearest`; `None`: by the records per block). An
+    /// index from before this choice placed by the graph: it reads as 0.
+    #[serde(default = "by_the_graph")]
+    pub shuffle_nearest: Option<usize>,
     /// In-memory navigation graph over this fraction of the vectors
     /// (Starling §4.3); 0 = start every query at the medoid.
     #[serde(default)]
@@ -75,6 +81,10 @@ pub struct BuildParams {
 
 fn default_nav_degree() -> usize {
     32
+}
+
+fn by_the_graph() -> Option<usize> {
+    Some(0)
 }
 
 fn no_shuffle() -> Shuffle {
@@ -103,6 +113,19 @@ impl BuildParams {
     }
 }
 
+impl BuildParams {
+    /// The block shuffle these parameters ask for.
+    pub fn shuffle_params(&self) -> ShuffleParams {
+        ShuffleParams {
+            method: self.shuffle,
+            iterations: self.shuffle_iterations,
+            gain_threshold: self.shuffle_gain,
+            undirected: self.shuffle_undirected,
+            nearest: self.shuffle_nearest,
+        }
+    }
+}
+
 impl Default for BuildParams {
     fn default() -> Self {
         BuildParams {
@@ -122,6 +145,7 @@ impl Default for BuildParams {
             shuffle_iterations: 8,
             shuffle_gain: 0.01,
             shuffle_undirected: None,
+            shuffle_nearest: None,
             nav_sample: 0.0,
             nav_degree: 32,
             store: None,
@@ -355,6 +379,8 @@ pub fn build_index(
         let codes = cb.encode_all(&f32_data);
         (cb, codes)
     });
+    // The shuffle may rank nodes by their codes (`placement`).
+    let pq = PqQuantizer::new(codebook.clone(), codes, params.metric);
     progress.finish();
     stage("pq", t, 0.0);
 
@@ -415,13 +441,16 @@ pub fn build_index(
         let cap = blocked::capacity(params.page_size, dim, dtype, &graph.lists)?;
         let t = Instant::now();
         progress.stage("shuffle blocks", 0);
-        let sp = ShuffleParams {
-            method: params.shuffle,
-            iterations: params.shuffle_iterations,
-            gain_threshold: params.shuffle_gain,
-            undirected: params.shuffle_undirected,
-        };
-        let (assignment, shuffle_report) = pool.install(|| shuffle(&graph.lists, &cap, &sp));
+        let sp = params.shuffle_params();
+        let nearest =
+            pool.install(|| placement::nearest_for(&graph.lists, &cap, &sp, || Ok(&pq)))?;
+        if nearest.is_some() {
+            nested += stage("nearest", t, 0.0);
+        }
+        let t = Instant::now();
+        let (assignment, shuffle_report) =
+            pool.install(|| shuffle(&graph.lists, &cap, &sp, nearest.as_deref()));
+        drop(nearest);
         progress.finish();
         nested += stage("shuffle", t, 0.0);
         report.shuffle = Some(shuffle_report);
@@ -471,7 +500,7 @@ pub fn build_index(
         nested += stage("nav", t, 0.0);
     }
     let codes_path = staging.dir.join("codes.bin");
-    write_file(&codes_path, |w| pq_file::write(w, &codebook, &codes))?;
+    write_file(&codes_path, |w| pq_file::write(w, &codebook, &pq.codes))?;
     progress.finish();
     stage("write", t, nested);
 

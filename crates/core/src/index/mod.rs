@@ -5,6 +5,7 @@ pub mod commit;
 pub mod graph_file;
 pub mod manifest;
 pub mod open;
+pub mod placement;
 pub mod relayout;
 
 pub use build::{build_from_file, build_index, BuildParams, BuildReport};

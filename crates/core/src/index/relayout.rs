@@ -15,10 +15,12 @@ use super::build::{peak_rss_bytes, write_report, BuildReport, BUILD_REPORT};
 use super::commit::{file_entry, Staging};
 use super::graph_file::read_graph;
 use super::manifest::{Manifest, MANIFEST};
+use super::placement::nearest_for;
 use crate::data::DType;
 use crate::error::{Error, FileContext, Result};
 use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
 use crate::layout::{blocked, position_map, BlockedLayout, Layout};
+use crate::quant::{pq_file, PqQuantizer};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -62,7 +64,19 @@ pub fn relayout(
         .build()
         .map_err(|e| Error::argument("threads", "a thread pool", e))?;
     let t = Instant::now();
-    let (assignment, report) = pool.install(|| shuffle(&lists, &cap, params));
+    let nearest = pool.install(|| {
+        nearest_for(&lists, &cap, params, || {
+            let (codebook, codes) =
+                pq_file::read(&src.join("codes.bin"), manifest.n, manifest.dim)?;
+            Ok(PqQuantizer::new(codebook, codes, manifest.metric))
+        })
+    })?;
+    if nearest.is_some() {
+        stages.push(("nearest".to_string(), t.elapsed().as_secs_f64()));
+    }
+    let t = Instant::now();
+    let (assignment, report) = pool.install(|| shuffle(&lists, &cap, params, nearest.as_deref()));
+    drop(nearest);
     stages.push(("shuffle".to_string(), t.elapsed().as_secs_f64()));
 
     let t = Instant::now();
@@ -160,6 +174,7 @@ pub fn relayout(
     manifest.build.shuffle_iterations = params.iterations;
     manifest.build.shuffle_gain = params.gain_threshold;
     manifest.build.shuffle_undirected = params.undirected;
+    manifest.build.shuffle_nearest = params.nearest;
     if to_f16 {
         manifest.dtype = DType::F16;
         manifest.build.store = Some(DType::F16);

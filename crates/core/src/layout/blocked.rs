@@ -283,8 +283,8 @@ mod tests {
             coupled.write(&mut id_file, 0, &lists, &vb).unwrap();
 
             let cap = capacity(page, dim, DType::F32, &lists).unwrap();
-            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: Some(seed % 2 == 0) };
-            let (assignment, _) = shuffle(&lists, &cap, &p);
+            let p = ShuffleParams { method, iterations: 2, gain_threshold: 0.0, undirected: Some(seed % 2 == 0), nearest: Some(0) };
+            let (assignment, _) = shuffle(&lists, &cap, &p, None);
             let blocked = BlockedLayout::new(page, dim, DType::F32, deg, assignment.block_of.clone(), assignment.blocks());
             let mut file = vec![];
             blocked.write(&mut file, 0, &assignment, &lists, &vb).unwrap();
@@ -326,7 +326,7 @@ mod tests {
     fn a_missing_record_reads_as_zero() {
         let lists = vec![vec![1u32], vec![0]];
         let cap = capacity(4096, 4, DType::F32, &lists).unwrap();
-        let (a, _) = shuffle(&lists, &cap, &ShuffleParams::default());
+        let (a, _) = shuffle(&lists, &cap, &ShuffleParams::default(), None);
         let l = BlockedLayout::new(4096, 4, DType::F32, 1, a.block_of.clone(), a.blocks());
         let mut file = vec![];
         l.write(&mut file, 0, &a, &lists, &|_, o: &mut [u8]| o.fill(7))

@@ -246,6 +246,21 @@ impl Quantizer for PqQuantizer {
 }
 
 impl PqQuantizer {
+    /// Reconstruction of vector `id` from its code into `out` (`dim`
+    /// floats), from the transposed centroids: what [`PqCodebook::decode`]
+    /// gives, for callers that only hold the quantizer.
+    pub fn decode(&self, id: u32, out: &mut [f32]) {
+        let cb = &self.codebook;
+        let code = &self.codes[id as usize * cb.m..(id as usize + 1) * cb.m];
+        out.copy_from_slice(&cb.center);
+        for (j, &c) in code.iter().enumerate() {
+            let (a, b) = (cb.offsets[j], cb.offsets[j + 1]);
+            for (t, o) in out[a..b].iter_mut().enumerate() {
+                *o += self.transposed[j][t * KSUB + c as usize];
+            }
+        }
+    }
+
     /// The ADC table of [`PqCodebook::table`], from the transposed
     /// centroids.
     fn float_table(&self, query: &[f32], table: &mut Vec<f32>) {
@@ -398,6 +413,21 @@ mod tests {
                 );
                 assert_eq!(pq.estimate(&t, id), est);
             }
+        }
+    }
+
+    #[test]
+    fn quantizer_decode_equals_codebook_decode() {
+        let dim = 22;
+        let x = data(800, dim, 6);
+        let m = 5;
+        let cb = PqCodebook::train(&x, dim, &params(m));
+        let codes = cb.encode_all(&x);
+        let pq = PqQuantizer::new(cb.clone(), codes.clone(), Metric::L2);
+        let mut out = vec![0.0; dim];
+        for id in (0..800).step_by(13) {
+            pq.decode(id as u32, &mut out);
+            assert_eq!(out, cb.decode(&codes[id * m..(id + 1) * m]), "id {id}");
         }
     }
 
