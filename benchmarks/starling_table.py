@@ -63,8 +63,12 @@ def main():
         cells = [f"id order {first['or_id_order']:.4f}"]
         for r in sh:
             name, orv, secs = r["stages"][-1]
-            cells.append(f"{name} {orv:.4f} ({secs:.1f} s)")
-        print(f"OR(G) at {first['per_block']:.2f} records per block: " + "; ".join(cells) + "\n")
+            cells.append(f"{name} {orv:.4f} ({secs:.1f} s, {r['per_block']:.2f} records per block)")
+        placed = "the undirected graph" if first.get("undirected") else "the directed graph"
+        if first.get("nearest"):
+            placed = (f"each node's {first['nearest']} nearest within two hops, found in "
+                      f"{first['nearest_seconds']:.1f} s")
+        print("OR(G): " + "; ".join(cells) + f"; placed by {placed}\n")
     base = {}
     for t in TARGETS:
         fast, few = best([r for r in search if r["system"] == "stratavec-diskann"], t)
