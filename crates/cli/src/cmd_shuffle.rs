@@ -4,7 +4,7 @@ use stratavec::index::placement::nearest_for;
 use stratavec::index::Manifest;
 use stratavec::layout::blocked;
 use stratavec::layout::shuffle::{shuffle, Capacity, Shuffle, ShuffleParams};
-use stratavec::quant::{pq_file, PqQuantizer};
+use stratavec::quant::pq_file;
 
 /// The shuffles' tuning, shared by `stratavec shuffle` and `stratavec
 /// relayout`.
@@ -70,9 +70,7 @@ pub fn run(a: Args) -> Result<()> {
     // The nearest nodes to place by do not depend on the method: found once.
     let t = std::time::Instant::now();
     let nearest = nearest_for(&lists, &cap, &a.tuning.params(Shuffle::Bnf), || {
-        let m = Manifest::read(&a.index_dir)?;
-        let (cb, codes) = pq_file::read(&a.index_dir.join("codes.bin"), m.n, m.dim)?;
-        Ok(PqQuantizer::new(cb, codes, m.metric))
+        pq_file::load(&a.index_dir, &Manifest::read(&a.index_dir)?)
     })?;
     let nearest_s = t.elapsed().as_secs_f64();
     for &method in &a.methods {

@@ -176,7 +176,7 @@ impl Index {
         let dir = dir.as_ref().to_path_buf();
         let manifest = Manifest::read(&dir)?;
         let pages_path = check_file_size(&manifest, &dir, "pages.bin")?;
-        let codes_path = check_file_size(&manifest, &dir, "codes.bin")?;
+        check_file_size(&manifest, &dir, "codes.bin")?;
         if opts.verify_checksums {
             for (name, entry) in &manifest.files {
                 let got = super::commit::file_entry(&dir.join(name))?;
@@ -265,8 +265,7 @@ impl Index {
             ));
         }
 
-        let (codebook, codes) = pq_file::read(&codes_path, manifest.n, manifest.dim)?;
-        let quantizer = PqQuantizer::new(codebook, codes, manifest.metric);
+        let quantizer = pq_file::load(&dir, &manifest)?;
 
         // Memory plan: codes, then I/O buffers, then as many cached nodes as fit.
         let buffers = opts.reserve_threads.max(1)

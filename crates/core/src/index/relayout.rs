@@ -20,7 +20,7 @@ use crate::data::DType;
 use crate::error::{Error, FileContext, Result};
 use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
 use crate::layout::{blocked, position_map, BlockedLayout, Layout};
-use crate::quant::{pq_file, PqQuantizer};
+use crate::quant::pq_file;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -64,13 +64,8 @@ pub fn relayout(
         .build()
         .map_err(|e| Error::argument("threads", "a thread pool", e))?;
     let t = Instant::now();
-    let nearest = pool.install(|| {
-        nearest_for(&lists, &cap, params, || {
-            let (codebook, codes) =
-                pq_file::read(&src.join("codes.bin"), manifest.n, manifest.dim)?;
-            Ok(PqQuantizer::new(codebook, codes, manifest.metric))
-        })
-    })?;
+    let nearest =
+        pool.install(|| nearest_for(&lists, &cap, params, || pq_file::load(src, &manifest)))?;
     if nearest.is_some() {
         stages.push(("nearest".to_string(), t.elapsed().as_secs_f64()));
     }

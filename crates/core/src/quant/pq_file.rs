@@ -25,6 +25,13 @@ pub fn write(out: &mut impl Write, cb: &PqCodebook, codes: &[u8]) -> std::io::Re
     out.write_all(codes)
 }
 
+/// The quantizer of an index: `codes.bin` in `dir`, for the index that
+/// `manifest` describes.
+pub fn load(dir: &Path, manifest: &crate::index::Manifest) -> Result<super::PqQuantizer> {
+    let (codebook, codes) = read(&dir.join("codes.bin"), manifest.n, manifest.dim)?;
+    Ok(super::PqQuantizer::new(codebook, codes, manifest.metric))
+}
+
 /// Reads and validates `codes.bin` for an index of `n` vectors of `dim`.
 pub fn read(path: &Path, n: usize, dim: usize) -> Result<(PqCodebook, Vec<u8>)> {
     let bytes = std::fs::read(path).at("read", path)?;
