@@ -491,3 +491,34 @@ fn bench_runs_variants_and_range_search() {
         "{err}"
     );
 }
+
+/// `relayout` and `shuffle` place records by their nearest nodes when blocks
+/// hold many records (16-d: dozens), by the graph when told `--nearest 0`,
+/// and say which.
+#[test]
+fn relayout_and_shuffle_say_what_records_are_placed_by() {
+    let f = fixture();
+    let tmp = tempdir();
+    let (near, graph) = (tmp.path().join("near"), tmp.path().join("graph"));
+    let out = stdout(&ok(run(&[&"relayout", &f.index, &near])));
+    assert!(
+        out.contains("placed by the 24 nearest within two hops"),
+        "{out}"
+    );
+    let out = stdout(&ok(run(&[
+        &"relayout",
+        &f.index,
+        &graph,
+        &"--nearest",
+        &"0",
+    ])));
+    assert!(out.contains("placed by the undirected graph"), "{out}");
+    let differ = std::fs::read(near.join("pages.bin")).unwrap()
+        != std::fs::read(graph.join("pages.bin")).unwrap();
+    assert!(differ, "the two placements wrote the same pages");
+    let out = stdout(&ok(run(&[&"shuffle", &f.index, &"--json"])));
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["nearest"], 24, "{line}");
+    }
+}
