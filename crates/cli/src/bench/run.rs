@@ -22,7 +22,7 @@ pub fn build_or_reuse(
     let report_path = dir.join(stratavec::index::build::BUILD_REPORT);
     if !rebuild {
         if let Ok(m) = Manifest::read(dir) {
-            if &m.build == params {
+            if m.build.builds_same_index(params) {
                 if let Ok(text) = std::fs::read_to_string(&report_path) {
                     let mut v: Value = serde_json::from_str(&text)?;
                     v["reused"] = true.into();

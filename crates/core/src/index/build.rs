@@ -114,6 +114,24 @@ impl BuildParams {
 }
 
 impl BuildParams {
+    /// Whether an index built with `self` is the one `other` would build:
+    /// equal parameters, except that the shuffle's tuning does not matter
+    /// when neither shuffles (a diskann index from before a shuffle option
+    /// existed is still the same index).
+    pub fn builds_same_index(&self, other: &BuildParams) -> bool {
+        if self.shuffle != Shuffle::None || other.shuffle != Shuffle::None {
+            return self == other;
+        }
+        let unshuffled = |p: &BuildParams| BuildParams {
+            shuffle_iterations: 0,
+            shuffle_gain: 0.0,
+            shuffle_undirected: None,
+            shuffle_nearest: None,
+            ..p.clone()
+        };
+        unshuffled(self) == unshuffled(other)
+    }
+
     /// The block shuffle these parameters ask for.
     pub fn shuffle_params(&self) -> ShuffleParams {
         ShuffleParams {
@@ -575,4 +593,35 @@ pub fn build_from_file(
         threads,
         progress,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A diskann index built before `shuffle_nearest` existed (its manifest
+    /// reads as Some(0)) is still the index today's defaults build; a
+    /// starling one is not, and no other difference is ignored.
+    #[test]
+    fn shuffle_tuning_matters_only_to_shuffled_indexes() {
+        let now = BuildParams::default();
+        let old = BuildParams {
+            shuffle_nearest: Some(0),
+            shuffle_undirected: Some(true),
+            ..now.clone()
+        };
+        assert!(old.builds_same_index(&now));
+        let other_pq = BuildParams {
+            pq_bytes: 48,
+            ..old.clone()
+        };
+        assert!(!other_pq.builds_same_index(&now));
+        let starling = BuildParams::for_profile("starling");
+        let old_starling = BuildParams {
+            shuffle_nearest: Some(0),
+            ..starling.clone()
+        };
+        assert!(!old_starling.builds_same_index(&starling));
+        assert!(starling.builds_same_index(&starling.clone()));
+    }
 }
