@@ -111,9 +111,7 @@ impl BuildParams {
             ..Default::default()
         }
     }
-}
 
-impl BuildParams {
     /// Whether an index built with `self` is the one `other` would build:
     /// equal parameters, except that the shuffle's tuning does not matter
     /// when neither shuffles (a diskann index from before a shuffle option
