@@ -99,14 +99,19 @@ impl ShuffleParams {
         if self.method == Shuffle::None {
             return 0;
         }
-        self.nearest.unwrap_or(
-            if capacity.mean_per_block(n) >= crate::search::UNDIRECTED_BLOCK {
-                NEAREST_K
-            } else {
-                0
-            },
-        )
+        self.nearest.unwrap_or(if many_per_block(capacity, n) {
+            NEAREST_K
+        } else {
+            0
+        })
     }
+}
+
+/// Whether blocks hold enough records on average
+/// ([`crate::search::UNDIRECTED_BLOCK`]) for the auto placements: by the
+/// nearest nodes, else by the undirected graph.
+fn many_per_block(capacity: &Capacity, n: usize) -> bool {
+    capacity.mean_per_block(n) >= crate::search::UNDIRECTED_BLOCK
 }
 
 impl Default for ShuffleParams {
@@ -184,7 +189,7 @@ pub fn shuffle(
     nearest: Option<&[Vec<u32>]>,
 ) -> (BlockAssignment, ShuffleReport) {
     let both;
-    let large = capacity.mean_per_block(lists.len()) >= crate::search::UNDIRECTED_BLOCK;
+    let large = many_per_block(capacity, lists.len());
     let undirected_placement =
         nearest.is_none() && p.undirected.unwrap_or(large) && p.method != Shuffle::None;
     let place: &[Vec<u32>] = match nearest {
