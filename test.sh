@@ -21,14 +21,18 @@ else
   echo "skipping the real-data test: make it with scripts/wordnet.sh 20k (needs ../shared/data/wordnet-minilm)"
 fi
 
+step "python venv (.cache/venv-py)"
+venv=.cache/venv-py
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest
+# The bench test runs a numpy-only peer process through it.
+export STRATAVEC_TEST_PYTHON="$PWD/$venv/bin/python"
+
 step "cargo test"
 # The test profile (opt-level 2, no LTO) links the many test binaries fast.
 cargo test
 
 step "python tests"
-venv=.cache/venv-py
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest
 # maturin develop builds the extension into the venv (release, like users get).
 VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --release -q -m python/Cargo.toml
-"$venv/bin/python" -m pytest -q python/tests
+"$venv/bin/python" -m pytest -q python/tests benchmarks/peers/tests benchmarks/tests

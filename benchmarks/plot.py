@@ -30,10 +30,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rounds  # noqa: E402  (rows per round: median and range, per-round ratios)
+from rounds import RECALL_EPS, at_recall, pareto  # noqa: E402,F401  (re-exported for report.py)
+
 TARGETS = (0.90, 0.95, 0.99)
-# Recall is a mean over queries accumulated in floating point (0.8999999999999952
-# for 8,999 hits of 10,000): a target counts as reached within this tolerance.
-RECALL_EPS = 1e-9
 
 # Okabe–Ito colours (distinguishable with the common colour-vision deficiencies).
 STRATAVEC_COLORS = ["#D55E00", "#CC79A7", "#000000", "#8B4513"]
@@ -63,15 +64,7 @@ def is_device(r: dict) -> bool:
     return r.get("kind") == "device"
 
 
-def fnum(x) -> float | None:
-    """A finite float or None (JSON null, missing, NaN)."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+fnum = rounds.num  # a finite float or None (JSON null, missing, NaN)
 
 
 @dataclass
@@ -79,7 +72,8 @@ class System:
     key: str  # unique within its data set
     system: str  # the `system` field
     source: str  # results file
-    rows: list = field(default_factory=list)
+    rows: list = field(default_factory=list)  # one a sweep value: the median over rounds
+    round_rows: list = field(default_factory=list)  # one a sweep value and round, as measured
     color: str = "#999999"
     marker: str = "o"
 
@@ -273,7 +267,8 @@ def load(paths, dataset_name: str | None = None) -> "OrderedDict[str, Dataset]":
         d.systems = OrderedDict(items)
         si = oi = 0
         for s in d.systems.values():
-            s.rows.sort(key=lambda r: (fnum(r.get("L")) or 0))
+            s.round_rows = sorted(s.rows, key=lambda r: (fnum(r.get("L")) or 0, rounds.round_of(r)))
+            s.rows = rounds.collapse(s.round_rows)
             if s.is_stratavec:
                 s.color = STRATAVEC_COLORS[si % len(STRATAVEC_COLORS)]
                 s.marker = STRATAVEC_MARKERS[si % len(STRATAVEC_MARKERS)]
@@ -297,26 +292,6 @@ def _device_dataset(r, file_ds, datasets, override, path) -> str:
     if len(file_ds) >= 1:
         return file_ds[0]
     return override or path.stem
-
-
-# --------------------------------------------------------------------------
-# Pareto front (the rule of crates/cli/src/bench/summary.rs)
-
-
-def pareto(rows: list[dict]) -> list[dict]:
-    """Points no other point beats on both recall@10 and QPS, by recall."""
-    pts = [(float(r["recall_at_10"]), float(r["qps"]), r) for r in rows
-           if fnum(r.get("recall_at_10")) is not None and fnum(r.get("qps")) is not None]
-    front = [p for p in pts
-             if not any((q[0] >= p[0] and q[1] > p[1]) or (q[0] > p[0] and q[1] >= p[1]) for q in pts)]
-    front.sort(key=lambda p: (p[0], -p[1]))
-    return [p[2] for p in front]
-
-
-def at_recall(rows: list[dict], target: float) -> dict | None:
-    """The fastest measured point with recall@10 >= target (no interpolation)."""
-    ok = [r for r in pareto(rows) if float(r["recall_at_10"]) >= target - RECALL_EPS]
-    return max(ok, key=lambda r: float(r["qps"])) if ok else None
 
 
 # --------------------------------------------------------------------------

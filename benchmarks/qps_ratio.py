@@ -5,13 +5,15 @@ moves by ±15%, so a claim about it needs several.
     python benchmarks/qps_ratio.py RUN1.jsonl RUN2.jsonl ... \
         [--system stratavec-starling] [--base stratavec-diskann] [--recall 0.95]
 
-Per run: the highest QPS among measured points reaching the recall for each
-of the two systems (as in starling_table.py), their ratio, and the read
-rates (QPS x reads per query) behind them. Standard library only.
+Per run and round: the highest QPS among measured points reaching the
+recall for each of the two systems (as in starling_table.py), their ratio
+within the round; per run, the median over its rounds and the read rates
+(QPS x reads per query) behind the median points. Standard library only.
 """
 import argparse
 import statistics
 
+import rounds
 from starling_table import best, load
 
 
@@ -26,15 +28,17 @@ def main():
     for path in a.runs:
         search = [r for r in load(path) if r.get("kind") == "search"]
         pts = {s: [r for r in search if r["system"] == s] for s in (a.system, a.base)}
-        fast = {s: best(p, a.recall)[0] for s, p in pts.items()}
+        fast = {s: best(rounds.collapse(p), a.recall)[0] for s, p in pts.items()}
         if None in fast.values():
             print(f"{path}: a system never reaches recall {a.recall}")
             continue
         sys_, base = fast[a.system], fast[a.base]
-        ratio = sys_["qps"] / base["qps"]
+        per_round = rounds.ratios_by_round(pts[a.system], pts[a.base], a.recall)
+        ratio = statistics.median(per_round)
         ratios.append(ratio)
-        rate = lambda p: p["qps"] * p["reads_per_query"] / 1e3  # noqa: E731
-        print(f"{path}: {ratio:.2f}x ({sys_['qps']:,.0f} at L={sys_['L']}, {rate(sys_):.0f}k reads/s; "
+        rate = lambda p: p["qps"] * (p.get("reads_per_query") or 0) / 1e3  # noqa: E731
+        print(f"{path}: {ratio:.2f}x over {len(per_round)} round(s) ({min(per_round):.2f}-{max(per_round):.2f}x; "
+              f"median QPS {sys_['qps']:,.0f} at L={sys_['L']}, {rate(sys_):.0f}k reads/s; "
               f"{a.base} {base['qps']:,.0f} at L={base['L']}, {rate(base):.0f}k reads/s)")
     if ratios:
         print(f"median {statistics.median(ratios):.3f}x over {len(ratios)} runs "

@@ -7,24 +7,32 @@
 #      command creates on demand with benchmarks/peers/setup_venvs.sh),
 #   5. with --with-pca, makes the 96-d PCA set and benchmarks stratavec on it,
 #   6. plots (benchmarks/plots/, committed) and writes BENCHMARKS.md at the repo root.
-# Raw results and the log go to benchmarks/results/ (git-ignored). On this
-# 2-vCPU machine the whole run takes well under an hour (peer builds ~4 min,
-# stratavec ~1.5 min, the sweeps a few minutes; +8 min the first time the
-# data set is made). Run it with nothing else on the machine: timings are
-# the point.
+# The bench times every system round-robin (each round: all systems at one L,
+# then the next L; ROUNDS, default 3) and probes the device before, between
+# and after the rounds (burst and 20 s sustained). Raw rows, one a system,
+# L and round, go to benchmarks/results/NAME.jsonl and are committed:
+# `python3 benchmarks/report.py --from benchmarks/results/NAME.jsonl`
+# re-derives the report from them. The log goes beside them (git-ignored).
+# On this 2-vCPU machine a run takes about 15 minutes with indexes built
+# (peer builds ~4 min, stratavec ~1.5 min, +8 min the first time the data
+# set is made). Run it with nothing else on the machine: timings are the
+# point.
 #
 # Options:
 #   --with-pca        also the PCA-96 set (stratavec only)
 #   --peers LIST      peers to run (default diskannpy,diskannpy-rust,hnswlib; "" for none)
 #   --rebuild         rebuild every index even when a matching one exists
 #   --report-only     measure nothing: re-plot and re-report the existing results
+#   --twice [PAUSE]   run the bench a second time PAUSE seconds (default 180)
+#                     after the first, into NAME-second.jsonl; the report sets
+#                     the two runs' ratio ranges side by side
 #   --quick           smoke test on the 20k subset with hnswlib only; writes
 #                     benchmarks/results/BENCHMARKS-quick.md and its plots under
 #                     benchmarks/results/plots-quick/, leaving BENCHMARKS.md alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-with_pca=0 rebuild=() report_only=0 quick=0
+with_pca=0 rebuild=() report_only=0 quick=0 twice=0 pause=180
 peers=diskannpy,diskannpy-rust,hnswlib peers_given=0
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -35,6 +43,8 @@ while [ $# -gt 0 ]; do
     --rebuild) rebuild=(--rebuild) ;;
     --report-only) report_only=1 ;;
     --quick) quick=1 ;;
+    --twice) twice=1
+      if [[ "${2:-}" =~ ^[0-9]+$ ]]; then pause=$2; shift; fi ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -81,7 +91,7 @@ else
 fi
 
 # The bench runs, as run_all.sh executes them (quoted in BENCHMARKS.md).
-common=(--threads 2 --memory-fraction 0.2 --repeats 1)
+common=(--threads 2 --memory-fraction 0.2 --rounds "${ROUNDS:-3}")
 files=() datadirs=() ran=()
 bench() {  # bench DATA_DIR OUT_JSONL PEERS [more bench options]
   local cmd=("$bin" bench --data "$1" --work .cache/bench --out "$2")
@@ -111,6 +121,17 @@ name=$(basename "$data")
 
 step "4. bench $name: stratavec${peers:+ + $peers}"
 bench "$data" "$results/$name.jsonl" "$peers"
+second=()
+if [ "$twice" = 1 ]; then
+  if [ "$report_only" = 0 ]; then
+    step "4b. pause ${pause} s, then the same bench again"
+    sleep "$pause"
+  fi
+  bench "$data" "$results/$name-second.jsonl" "$peers"
+  # The second run is reported beside the first, not as more curves.
+  files=("${files[@]:0:${#files[@]}-1}") datadirs=("${datadirs[@]:0:${#datadirs[@]}-2}")
+  second=(--second "$results/$name-second.jsonl")
+fi
 
 if [ "$with_pca" = 1 ]; then
   step "5. data: $name-pca96, and bench it (stratavec only)"
@@ -131,8 +152,8 @@ command="benchmarks/run_all.sh$quoted
 # stratavec commit $commit; it ran:"
 for c in "${ran[@]}"; do command+=$'\n'"$c"; done
 command+=$'\n'"$py benchmarks/plot.py ${files[*]} --out-dir $plots --title-suffix '$suffix'"
-command+=$'\n'"python3 benchmarks/report.py ${files[*]} --plots-dir $plots --out $out_md ${datadirs[*]} --command ..."
-python3 benchmarks/report.py "${files[@]}" --plots-dir "$plots" --out "$out_md" "${datadirs[@]}" \
+command+=$'\n'"python3 benchmarks/report.py --from ${files[*]} ${second[*]} --plots-dir $plots --out $out_md ${datadirs[*]}"
+python3 benchmarks/report.py "${files[@]}" "${second[@]}" --plots-dir "$plots" --out "$out_md" "${datadirs[@]}" \
   --command "$command"
 
 step "done in $(( $(date +%s) - t0 )) s: $out_md, plots in $plots/, raw rows in ${files[*]}, log $log"

@@ -46,11 +46,11 @@ fi
 # can make one system overshoot by several reads and flatter the other).
 variants=diskann,starling-shuffle,starling-page,starling-nav,starling-pipeline,starling,starling-all
 "$bin" bench --data "$pca" --work "$work" --out "$res/starling-pca96$sfx.jsonl" --profiles "$variants" "${sargs[@]}" \
-  --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24),26,30,40,60" --repeats 3
+  --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24),26,30,40,60" --rounds 3
 "$bin" bench --data "$data" --work "$work" --out "$res/starling-384$sfx.jsonl" --profiles "$variants" "${sargs[@]}" \
-  --threads 2 --memory-fraction 0.2 -L "$(seq -s, 20 45),60" --repeats 3
+  --threads 2 --memory-fraction 0.2 -L "$(seq -s, 20 45),60" --rounds 3
 "$bin" bench --data "$data" --work "$work" --out "$res/range-384$sfx.jsonl" --profiles diskann,starling "${sargs[@]}" \
-  --threads 2 --memory-fraction 0.2 -L 10,20,40,80,160 --radius 1.0 --device-seconds 0
+  --threads 2 --memory-fraction 0.2 -L 10,20,40,80,160 --radius 1.0 --rounds 1 --device-seconds 0 --sustained-seconds 0
 
 for set in pca96 384; do
   dir=$work/wordnet-minilm-diskann-R64-L128-pq48$sfx
@@ -68,7 +68,7 @@ python3 benchmarks/starling_table.py "$res/range-384$sfx.jsonl" > "$res/range-38
 runs=()
 for r in $(seq "${QPS_RUNS:-5}"); do
   "$bin" bench --data "$pca" --work "$work" --out "$res/qps-pca96$sfx-$r.jsonl" --profiles diskann,starling "${sargs[@]}" \
-    --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24)" --repeats 3 --device-seconds 0
+    --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 24)" --rounds 3 --device-seconds 0 --sustained-seconds 0
   runs+=("$res/qps-pca96$sfx-$r.jsonl")
 done
 python3 benchmarks/qps_ratio.py "$res/starling-pca96$sfx.jsonl" "${runs[@]}" | tee "$res/qps-pca96$sfx.md"

@@ -24,7 +24,7 @@ for spec in 117k:116707 1m:1000000; do
   profiles=diskann,starling
   [ "$name" = 1m ] && profiles=diskann,starling,starling-all
   "$bin" bench --data "$data" --work "$work" --out "$res/starling-synth$name.jsonl" --profiles "$profiles" \
-    --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 2 70)" --repeats 3 --device-seconds 0
+    --threads 2 --memory-fraction 0.2 -L "$(seq -s, 10 2 70)" --rounds 3 --device-seconds 0 --sustained-seconds 0
   python3 benchmarks/starling_table.py "$res/starling-synth$name.jsonl" > "$res/starling-synth$name.md"
 done
 

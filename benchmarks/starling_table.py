@@ -6,7 +6,9 @@ ROWS.jsonl: a bench run with the variants (diskann, starling-shuffle,
 starling-page, starling-nav, starling-pipeline, starling, starling-all).
 SHUFFLE.jsonl: `stratavec shuffle IDX --methods bnp,bnf,bns --json` lines.
 For each system and recall@10 target: the highest QPS among measured points
-reaching it (ann-benchmarks' Pareto reading, no interpolation), the fewest
+reaching it (ann-benchmarks' Pareto reading, no interpolation; with several
+rounds, the median QPS of each L over rounds, and QPS ratios computed
+within each round, their median given), the fewest
 reads per query among points reaching it, and the reads at exactly the
 target, interpolated linearly in recall between the two measured L around
 it (so a coarse L grid cannot flatter one system); ratios against diskann in
@@ -15,6 +17,9 @@ Standard library only.
 """
 import argparse
 import json
+import statistics
+
+import rounds
 
 TARGETS = (0.90, 0.95)
 
@@ -29,7 +34,7 @@ def best(points, target):
     if not ok:
         return None, None
     fastest = max(ok, key=lambda p: p["qps"])
-    fewest = min(ok, key=lambda p: p["reads_per_query"])
+    fewest = min(ok, key=lambda p: p.get("reads_per_query") or float("inf"))  # in-RAM peers read nothing
     return fastest, fewest
 
 
@@ -52,8 +57,10 @@ def main():
     a = ap.parse_args()
     rows = load(a.rows)
     run = next((r for r in rows if r.get("kind") == "run"), {})
-    search = [r for r in rows if r.get("kind") == "search"]
-    systems = list(dict.fromkeys(r["system"] for r in search))
+    raw = [r for r in rows if r.get("kind") == "search"]
+    systems = list(dict.fromkeys(r["system"] for r in raw))
+    per_system = {s: [r for r in raw if r["system"] == s] for s in systems}
+    search = [r for s in systems for r in rounds.collapse(per_system[s])]
     print(f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), budget "
           f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('threads')} threads; "
           f"command: `{run.get('command')}`\n")
@@ -88,7 +95,8 @@ def main():
             if fast is None:
                 cells += ["never", "never", "never"]
                 continue
-            qr = f" ({fast['qps'] / bfast['qps']:.2f}×)" if bfast and s != "stratavec-diskann" else ""
+            ratios = rounds.ratios_by_round(per_system[s], per_system.get("stratavec-diskann", []), t)
+            qr = (f" ({statistics.median(ratios):.2f}×)" if ratios and s != "stratavec-diskann" else "")
             rr = ""
             if bfew and s != "stratavec-diskann":
                 ratio = few["reads_per_query"] / bfew["reads_per_query"]

@@ -4,10 +4,15 @@ object per sweep value on stdout. Logs go to stderr. Run it with the peer's
 own venv interpreter, one process per peer:
 
   benchmarks/.venvs/<peer>/bin/python benchmarks/peers/run_peer.py \
-      --peer diskannpy|diskannpy-rust|hnswlib|faiss-ivfpq \
+      --peer diskannpy|diskannpy-rust|hnswlib|faiss-ivfpq|bruteforce \
       --data DIR --index-dir DIR --threads 2 -k 10 --sweep 10,20,40 \
       --memory-budget-mb 35.9 --pq-bytes 48 --graph-degree 64 \
-      --complexity 128 --alpha 1.2 --beam-width 4 [--rebuild]
+      --complexity 128 --alpha 1.2 --beam-width 4 [--rebuild] [--serve]
+
+With --serve (how `stratavec bench` runs it, round-robin with the other
+systems) the sweep is not run: after loading, it prints {"ready": true} and
+then answers each line of stdin, {"L": 40, "round": 1}, with that point's
+row (or {"error": "..."}), until end of input.
 
 See README.md beside this file for every field and measurement rule.
 """
@@ -48,6 +53,7 @@ PEERS = {
     "diskannpy-rust": "diskannpy_rust",
     "hnswlib": "hnswlib_peer",
     "faiss-ivfpq": "faiss_ivfpq",
+    "bruteforce": "bruteforce_peer",
 }
 PARAMS_FILE = "params.json"
 BUILDING_MARK = ".peer-index-building"
@@ -81,6 +87,7 @@ def parse_args(argv=None):
         help="auto: after each batch run, a second pass of single-query calls gives per-query latency",
     )
     p.add_argument("--max-queries", type=int, default=0, help="use only the first N queries (0 = all)")
+    p.add_argument("--serve", action="store_true", help="answer sweep points read from stdin (see above)")
     p.add_argument("--_build-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--_build-result", default="", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -282,7 +289,7 @@ def main(argv=None) -> int:
         "recall_rule": "big-ann-benchmarks ties: gt[:k] plus following gt ids with |dist - dist_k| < 1e-6",
     }
 
-    for value in args.sweep_values:
+    def point(value: int, round_: int) -> dict:
         load1 = os.getloadavg()[0]
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         io0 = proc_io()
@@ -307,11 +314,13 @@ def main(argv=None) -> int:
             mean_us, p50_us, p99_us = float(lat.mean()), pct(lat, 50), pct(lat, 99)
             lat_qps = nq / lat_wall
 
+        reads_per_query = read_bytes / nq / PAGE if peer.on_disk else None
         row = {
             "system": peer.key,
             "label": peer.label,
             "version": version,
             "L": value,
+            "round": round_,
             "recall_at_1": recall_at(gt_ids, gt_d, ids, 1),
             "recall_at_10": recall_at(gt_ids, gt_d, ids, 10),
             "recall_at_100": recall_at(gt_ids, gt_d, ids, 100) if k >= 100 else None,
@@ -320,6 +329,11 @@ def main(argv=None) -> int:
             "cpu_us_per_query": (cpu_user_s + cpu_sys_s) / nq * 1e6,
             "cpu_user_us_per_query": cpu_user_s / nq * 1e6,
             "cpu_sys_us_per_query": cpu_sys_s / nq * 1e6,
+            # Share of the search threads' cores the batch kept busy: near 1
+            # means CPU-bound (see the report's "bound by" column).
+            "cpu_util": (cpu_user_s + cpu_sys_s) / search_s / args.threads,
+            # What the device delivered while this batch ran.
+            "reads_per_s": reads_per_query * nq / search_s if reads_per_query is not None else None,
             "loadavg_1m": load1,
             "mean_us": mean_us,
             "p50_us": p50_us,
@@ -327,7 +341,7 @@ def main(argv=None) -> int:
             "latency_mode": latency_mode,
             "latency_threads": lat_threads or None,
             "latency_pass_qps": lat_qps,
-            "reads_per_query": read_bytes / nq / PAGE if peer.on_disk else None,
+            "reads_per_query": reads_per_query,
             "bytes_per_query": read_bytes / nq if peer.on_disk else None,
             "memory_bytes": mem["memory_bytes"],
             "rss_load_delta_bytes": rss_load,
@@ -338,12 +352,31 @@ def main(argv=None) -> int:
         }
         row.update(extra)
         row.update(common)
-        out.emit(row)
         log(
-            f"{peer.sweep_name}={value}: R@10={row['recall_at_10']} qps={row['qps']:.0f}"
+            f"{peer.sweep_name}={value} round {round_}: R@10={row['recall_at_10']} qps={row['qps']:.0f}"
             + (f" reads/q={row['reads_per_query']:.1f}" if peer.on_disk else "")
             + (f" p50={p50_us:.0f}us p99={p99_us:.0f}us" if p50_us is not None else "")
         )
+        return row
+
+    if not args.serve:
+        for value in args.sweep_values:
+            out.emit(point(value, 0))
+        return 0
+    out.emit({"ready": True, "system": peer.key, "version": version})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            value, round_ = int(req["L"]), int(req.get("round", 0))
+        except (ValueError, KeyError, TypeError) as e:
+            out.emit({"error": f"bad request {line.strip()!r}: expected {{\"L\": int, \"round\": int}} ({e})"})
+            continue
+        if value < 1:
+            out.emit({"error": f"bad request {line.strip()!r}: L must be at least 1, found {value}"})
+            continue
+        out.emit(point(value, round_))
     return 0
 
 

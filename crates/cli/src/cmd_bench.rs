@@ -1,4 +1,4 @@
-use crate::bench::{device, peers, range, run, summary, variants};
+use crate::bench::{device, peers, range, rounds, run, stats, summary, variants};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::io::Write;
@@ -61,14 +61,24 @@ pub struct Args {
     /// --store`); f16 indexes get their own directories. Peers store f32.
     #[arg(long)]
     store: Option<stratavec::data::DType>,
-    /// Timed rounds: each round sweeps every stratavec system once, in turn
-    /// (round-robin, so the machine's slow spells fall on all alike); per
-    /// system and L the median-QPS pass is kept.
-    #[arg(long, default_value_t = 1)]
-    repeats: usize,
-    /// Seconds per device-ceiling measurement (0 skips it).
+    /// Timed rounds. Each round times every system (stratavec and peers) at
+    /// one L, then the next L, so a slow spell of the machine falls on all
+    /// systems alike; every pass is a row, and the summary reports each
+    /// figure and each ratio as the median over rounds with its range.
+    #[arg(long, alias = "repeats", default_value_t = 3)]
+    rounds: usize,
+    /// Seconds of each burst probe of the device (one per queue depth
+    /// before the rounds, at depth 64 between and after them); 0 skips them.
     #[arg(long, default_value_t = 2.0)]
     device_seconds: f64,
+    /// Seconds of the sustained device probe at depth 64 (counted per
+    /// second, after --warmup-seconds), before, between and after the
+    /// rounds; the ceiling searches are held to. 0 skips it.
+    #[arg(long, default_value_t = 20.0)]
+    sustained_seconds: f64,
+    /// Seconds of reads before the sustained probe starts counting.
+    #[arg(long, default_value_t = 3.0)]
+    warmup_seconds: f64,
     /// Also run range search at this radius (reported distance unit) and the
     /// doubling-k k-NN baseline, scored by average precision (AP).
     #[arg(long)]
@@ -126,10 +136,11 @@ pub fn run(a: Args) -> Result<()> {
             "kind": "run", "dataset": dataset, "n": n, "d": dim, "nq": gt.nq,
             "data": a.data.display().to_string(),
             "command": std::env::args().collect::<Vec<_>>().join(" "),
-            "unix_time": started, "loadavg": load.trim(), "threads": a.threads,
+            "unix_time": started, "loadavg": load.trim(), "threads": a.threads, "rounds": a.rounds.max(1),
             "memory_budget_bytes": budget, "simd": stratavec_simd::kernel_name(),
             "store": a.store.map(|s| s.to_string()),
             "stratavec_version": env!("CARGO_PKG_VERSION"),
+            "machine": machine(),
         })],
         &mut rows,
     )?;
@@ -153,7 +164,7 @@ pub fn run(a: Args) -> Result<()> {
         .iter()
         .map(|p| variants::find(p))
         .collect::<Result<Vec<_>>>()?;
-    let mut opened = Vec::new();
+    let mut systems: Vec<rounds::System> = Vec::new();
     for variant in chosen {
         let params = BuildParams {
             profile: variant.profile.into(),
@@ -182,46 +193,34 @@ pub fn run(a: Args) -> Result<()> {
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);
         eprintln!("bench: opening {system} ({})", variant.about);
-        opened.push(run::open(run::Sweep {
-            system,
-            dataset: &dataset,
-            index_dir: dir,
-            queries: &queries,
-            gt: &gt,
-            k: a.k,
-            ls: &a.sweep,
-            beam_width: a.beam_width,
-            threads: a.threads,
-            in_flight: a.in_flight,
-            budget_bytes: budget,
-            build,
-            page_search: variant.page_search,
-            pipeline: variant.pipeline,
-            navigation_graph: variant.nav,
-            range: range.as_ref(),
-        })?);
+        systems.push(rounds::System::Stratavec(Box::new(run::open(
+            run::Sweep {
+                system,
+                dataset: &dataset,
+                index_dir: dir,
+                queries: &queries,
+                gt: &gt,
+                k: a.k,
+                ls: &a.sweep,
+                beam_width: a.beam_width,
+                threads: a.threads,
+                in_flight: a.in_flight,
+                budget_bytes: budget,
+                build,
+                page_search: variant.page_search,
+                pipeline: variant.pipeline,
+                navigation_graph: variant.nav,
+                range: range.as_ref(),
+            },
+        )?)));
     }
-    eprintln!(
-        "bench: sweeping {} system(s), {} round(s) round-robin",
-        opened.len(),
-        a.repeats.max(1)
-    );
-    for (o, v) in opened
-        .iter()
-        .zip(run::sweep_all(&opened, &a.sweep, a.repeats)?)
-    {
-        emit(v, &mut rows)?;
-        if o.s.range.is_some() {
-            eprintln!("bench: range search on {}", o.s.system);
-            emit(o.range_rows()?, &mut rows)?;
-        }
-    }
-    drop(opened);
     let repo = std::env::current_dir()?;
     for peer in &a.peers {
-        eprintln!("bench: running peer {peer}");
+        eprintln!(
+            "bench: starting peer {peer} (it builds its index if none matches, then loads it)"
+        );
         let idx = a.work.join(format!("{dataset}-peer-{peer}"));
-        let v = peers::run(&peers::PeerRun {
+        systems.push(rounds::System::Peer(peers::Peer::start(&peers::PeerRun {
             repo: &repo,
             peer,
             data: &a.data,
@@ -237,22 +236,59 @@ pub fn run(a: Args) -> Result<()> {
             alpha: a.alpha,
             beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
             rebuild: a.rebuild,
-        })?;
-        emit(v, &mut rows)?;
+        })?));
     }
-    if a.device_seconds > 0.0 {
-        if let Some(file) = &first_index {
-            eprintln!("bench: device ceiling on {}", file.display());
-            emit(
-                device::measure(file, &dataset, a.threads, 4096, a.device_seconds)?,
-                &mut rows,
-            )?;
+    let ceiling = first_index.map(|file| device::Ceiling {
+        file,
+        dataset: dataset.clone(),
+        threads: a.threads,
+        block: 4096,
+        burst_s: a.device_seconds,
+        sustained_s: a.sustained_seconds,
+        warmup_s: a.warmup_seconds,
+    });
+    rounds::run(
+        &mut systems,
+        &a.sweep,
+        a.rounds,
+        ceiling.as_ref(),
+        &mut |v| emit(v, &mut rows),
+    )?;
+    for system in systems {
+        match system {
+            rounds::System::Stratavec(o) => {
+                if o.s.range.is_some() {
+                    eprintln!("bench: range search on {}", o.s.system);
+                    emit(o.range_rows()?, &mut rows)?;
+                }
+            }
+            rounds::System::Peer(p) => p.finish()?,
         }
     }
     print_summary(&rows);
     print_range_summary(&rows);
     eprintln!("bench: rows written to {}", a.out.display());
     Ok(())
+}
+
+/// The machine the rows were measured on, recorded with them so a report
+/// re-derived later (or elsewhere) describes this machine, not its own.
+fn machine() -> Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let mem_kb = field(&read("/proc/meminfo"), "MemTotal")
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    serde_json::json!({
+        "ncpu": crate::default_threads(),
+        "cpu_model": field(&read("/proc/cpuinfo"), "model name"),
+        "mem_total_bytes": mem_kb.map(|k| k * 1024),
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+    })
 }
 
 /// The range ground truth: the given file, or one computed by brute force
@@ -283,11 +319,14 @@ fn range_truth(
     Ok(stratavec::data::RangeGroundTruth::read(&path)?)
 }
 
-/// The table BENCHMARKS.md quotes: per system, QPS and reads at recall@10
-/// 0.90 / 0.95 / 0.99 off its Pareto front, and the device ceiling for those
-/// reads.
+/// The summary `report.py` expands into BENCHMARKS.md: per system, QPS
+/// (median and range over rounds) and reads at recall@10 0.90 / 0.95 / 0.99
+/// off each round's Pareto front, the reads/s it sustained there against the
+/// device's sustained ceiling, and every stratavec system's QPS ratio to
+/// each other system, computed per round.
 pub fn print_summary(rows: &[Value]) {
-    let ceiling = device::best_rate(rows);
+    const TARGETS: [f64; 3] = [0.90, 0.95, 0.99];
+    let ceiling = device::ceiling(rows);
     let mut systems: Vec<String> = Vec::new();
     for r in rows.iter().filter(|r| r["kind"] == "search") {
         let s = r["system"].as_str().unwrap_or("?").to_string();
@@ -300,19 +339,32 @@ pub fn print_summary(rows: &[Value]) {
     );
     println!("|---|---|---|---|---|");
     for s in &systems {
-        let pts = summary::points_of(rows, s);
-        let cell = |t: f64| match summary::at_recall(&pts, t) {
-            Some(p) => {
-                let reads = p.reads.map_or("—".into(), |r| format!("{r:.1}"));
-                let ceil = match (ceiling, p.reads) {
-                    (Some(c), Some(r)) if r > 0.0 => format!(" (ceiling {:.0})", c / r),
-                    _ => String::new(),
-                };
-                format!("{:.0} / {reads}{ceil}", p.qps)
-            }
-            None => "never".into(),
+        let cell = |t: f64| {
+            let by = summary::at_recall_by_round(rows, s, t);
+            let qps: Vec<f64> = by.iter().map(|(_, p)| p.qps).collect();
+            let Some(q) = stats::spread(&qps) else {
+                return "never".to_string();
+            };
+            // Reads are exact and the same in every round.
+            let reads = by[0].1.reads;
+            let rate = match (ceiling, reads) {
+                (Some((c, _)), Some(r)) if r > 0.0 => {
+                    format!(
+                        ", {:.0}k reads/s ({:.0}% of ceiling)",
+                        q.median * r / 1e3,
+                        100.0 * q.median * r / c
+                    )
+                }
+                _ => String::new(),
+            };
+            let reads = reads.map_or("—".into(), |r| format!("{r:.1}"));
+            format!("{} / {reads}{rate}", q.show(0))
         };
-        let max = pts.iter().map(|p| p.recall).fold(0.0, f64::max);
+        let max = summary::rounds_of(rows, s)
+            .into_iter()
+            .flat_map(|r| summary::points_of(rows, s, r))
+            .map(|p| p.recall)
+            .fold(0.0, f64::max);
         println!(
             "| {s} | {} | {} | {} | {max:.4} |",
             cell(0.90),
@@ -320,8 +372,54 @@ pub fn print_summary(rows: &[Value]) {
             cell(0.99)
         );
     }
-    if let Some(c) = ceiling {
-        println!("\ndevice ceiling: {c:.0} random 4 KiB reads/s (best depth measured); QPS <= that / reads per query");
+    let ours: Vec<&String> = systems
+        .iter()
+        .filter(|s| s.starts_with("stratavec"))
+        .collect();
+    let pairs: Vec<(&String, &String)> = ours
+        .iter()
+        .flat_map(|a| {
+            systems
+                .iter()
+                .filter(move |b| *b != *a)
+                .map(move |b| (*a, b))
+        })
+        .collect();
+    if !pairs.is_empty() {
+        println!("\n| QPS ratio, per round: median (range) | R@10 0.90 | 0.95 | 0.99 |");
+        println!("|---|---|---|---|");
+        for (a, b) in pairs {
+            let cell = |t: f64| {
+                stats::spread(&summary::ratios_by_round(rows, a, b, t))
+                    .map_or("—".to_string(), |r| format!("{}x", r.show(2)))
+            };
+            println!(
+                "| {a} ÷ {b} | {} | {} | {} |",
+                cell(TARGETS[0]),
+                cell(TARGETS[1]),
+                cell(TARGETS[2])
+            );
+        }
+    }
+    let show = |mode: &str| {
+        stats::spread(&device::rates(rows, mode)).map(|s| {
+            let k = |x: f64| format!("{:.1}k", x / 1e3);
+            format!("{mode} {} reads/s over {} probe(s)", s.show_with(k), s.n)
+        })
+    };
+    let lines: Vec<String> = ["burst", "sustained"]
+        .iter()
+        .filter_map(|m| show(m))
+        .collect();
+    if !lines.is_empty() {
+        println!(
+            "\ndevice at depth {} (random 4 KiB reads): {}",
+            device::DEPTH,
+            lines.join("; ")
+        );
+    }
+    if let Some((c, how)) = ceiling {
+        println!("ceiling used above: {c:.0} reads/s ({how}); QPS <= that / reads per query");
     }
 }
 

@@ -95,12 +95,9 @@ pub fn run(a: Args) -> Result<()> {
             let r = random_reads(
                 &path,
                 &ProbeParams {
-                    block_bytes: size,
-                    depth,
-                    threads: a.threads,
-                    duration: Duration::from_secs_f64(a.seconds),
                     backend: a.io,
                     seed: 42,
+                    ..ProbeParams::new(size, depth, a.threads, Duration::from_secs_f64(a.seconds))
                 },
             )?;
             let row = Row {

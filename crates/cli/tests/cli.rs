@@ -435,6 +435,10 @@ fn bench_runs_variants_and_range_search() {
             &radius,
             &"--device-seconds",
             &"0",
+            &"--sustained-seconds",
+            &"0",
+            &"--rounds",
+            &"1",
             // The tiny set's 20% would not even hold the I/O buffers; this
             // leaves a small cache, so most expansions are reads.
             &"--memory-fraction",
@@ -490,6 +494,122 @@ fn bench_runs_variants_and_range_search() {
         err.contains("starling-page") && err.contains("starlin"),
         "{err}"
     );
+}
+
+/// `bench` times the systems round-robin: in each round every system runs
+/// at one L before any runs the next, the order rotating; the device is
+/// probed before, between and after the rounds (burst and sustained); every
+/// pass is a row with its round, the reads/s it drew and its CPU share; the
+/// summary gives per-round ratios. With STRATAVEC_TEST_PYTHON (a Python
+/// with numpy; test.sh sets it) a peer process joins the rounds too.
+#[test]
+fn bench_times_systems_round_robin_and_probes_the_device() {
+    let f = fixture();
+    let tmp = tempdir();
+    let (work, out) = (tmp.path().join("work"), tmp.path().join("rows.jsonl"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("STRATAVEC_TEST_PYTHON");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stratavec"));
+    c.current_dir(&repo)
+        .arg("bench")
+        .arg("--data")
+        .arg(&f.data)
+        .arg("--work")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out)
+        .args(["--profiles", "diskann,starling-page"])
+        .args(["-R", "16", "--complexity", "32", "--pq-bytes", "8"])
+        .args(["-L", "20,40", "--rounds", "2", "--memory-fraction", "5"])
+        .args(["--device-seconds", "0.1", "--sustained-seconds", "0.3"])
+        .args(["--warmup-seconds", "0.1"]);
+    let mut systems = vec!["stratavec-diskann", "stratavec-starling-page"];
+    match &python {
+        Some(py) => {
+            c.env("STRATAVEC_PEER_PYTHON", py).args(["--peers", "bruteforce"]);
+            systems.push("bruteforce");
+        }
+        None => eprintln!(
+            "skipping the peer part: set STRATAVEC_TEST_PYTHON to a Python with numpy (test.sh does)"
+        ),
+    }
+    let o = ok(c.output().expect("run stratavec bench"));
+    let text = stdout(&o);
+    assert!(text.contains("QPS ratio, per round"), "{text}");
+    assert!(text.contains("sustained"), "{text}");
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let search: Vec<&Value> = rows.iter().filter(|r| r["kind"] == "search").collect();
+    // Round by round, point by point: every system once at each point.
+    let mut at = 0;
+    for round in 0..2u64 {
+        for l in [20u64, 40] {
+            let chunk = &search[at..at + systems.len()];
+            let mut names: Vec<&str> = chunk
+                .iter()
+                .map(|r| r["system"].as_str().unwrap())
+                .collect();
+            assert!(
+                chunk.iter().all(|r| r["round"] == round && r["L"] == l),
+                "{chunk:?}"
+            );
+            names.sort_unstable();
+            let mut want = systems.clone();
+            want.sort_unstable();
+            assert_eq!(names, want, "round {round}, L {l}");
+            at += systems.len();
+        }
+    }
+    assert_eq!(at, search.len());
+    // The order rotates: a different system leads at the second point.
+    assert_ne!(search[0]["system"], search[systems.len()]["system"]);
+    for r in &search {
+        let twin = search
+            .iter()
+            .find(|o| o["system"] == r["system"] && o["L"] == r["L"] && o["round"] != r["round"])
+            .unwrap();
+        // Recall and reads are exact: the same in every round.
+        assert_eq!(r["recall_at_10"], twin["recall_at_10"]);
+        assert_eq!(r["reads_per_query"], twin["reads_per_query"]);
+        let cpu = r["cpu_util"].as_f64().unwrap();
+        assert!(cpu > 0.0 && cpu < 4.0, "{r}");
+        if r["system"].as_str().unwrap().starts_with("stratavec") {
+            let reads = r["proc_reads_per_query"]
+                .as_f64()
+                .or(r["reads_per_query"].as_f64())
+                .unwrap();
+            let rate = r["reads_per_s"].as_f64().unwrap();
+            assert!((rate - reads * r["qps"].as_f64().unwrap()).abs() <= 1e-6 * rate.max(1.0));
+        }
+    }
+    let device: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r["kind"] == "device")
+        .map(|r| (r["phase"].as_str().unwrap(), r["mode"].as_str().unwrap()))
+        .collect();
+    let count = |phase: &str, mode: &str| device.iter().filter(|d| **d == (phase, mode)).count();
+    assert_eq!(
+        count("before", "burst"),
+        5,
+        "one burst probe a depth: {device:?}"
+    );
+    for phase in ["before", "between rounds 1 and 2", "after"] {
+        assert_eq!(count(phase, "sustained"), 1, "{phase}: {device:?}");
+    }
+    assert_eq!(count("between rounds 1 and 2", "burst"), 1);
+    assert_eq!(count("after", "burst"), 1);
+    assert_eq!(device.len(), 10);
+    for r in rows.iter().filter(|r| r["mode"] == "sustained") {
+        assert_eq!(
+            r["per_s"].as_array().unwrap().len(),
+            1,
+            "0.3 s in 1 s intervals: {r}"
+        );
+        assert_eq!(r["depth"], 64);
+    }
 }
 
 /// `relayout` and `shuffle` place records by their nearest nodes when blocks

@@ -25,7 +25,7 @@ mod slots;
 mod uring;
 
 pub use aligned::AlignedBuf;
-pub use counters::{proc_self_io, IoCounters, ProcIo};
+pub use counters::{proc_self_io, process_cpu_seconds, IoCounters, ProcIo};
 pub use error::IoError;
 pub use fault::FaultyReader;
 pub use mmap::map_readonly;

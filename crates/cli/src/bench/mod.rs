@@ -1,9 +1,12 @@
 //! `stratavec bench`: sweeps search parameters for stratavec profiles and for
-//! peer engines on one data set, in one run, and writes JSON lines plus a
-//! summary read off each system's recall–QPS Pareto front.
+//! peer engines on one data set, in one run, round-robin over R rounds, and
+//! writes one JSON line per timed pass plus a summary (median and range over
+//! rounds) read off each system's recall–QPS Pareto front.
 pub mod device;
 pub mod peers;
 pub mod range;
+pub mod rounds;
 pub mod run;
+pub mod stats;
 pub mod summary;
 pub mod variants;

@@ -1,12 +1,15 @@
-//! Peers run as subprocesses of `benchmarks/peers/run_peer.py`, each with the
-//! Python of its own virtualenv, so their memory and `/proc/self/io`
-//! counters are theirs alone. Their JSON lines are taken as they are, tagged
-//! `kind: search`.
+//! Peers run as subprocesses of `benchmarks/peers/run_peer.py --serve`, each
+//! with the Python of its own virtualenv, so their memory and
+//! `/proc/self/io` counters are theirs alone. A peer process builds (or
+//! reuses) and loads its index once, then times one sweep point per request
+//! on its stdin, so the bench can run it round-robin with every other
+//! system: one JSON line in (`{"L": 40, "round": 1}`), one row out.
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 pub struct PeerRun<'a> {
     pub repo: &'a Path,
@@ -25,7 +28,15 @@ pub struct PeerRun<'a> {
     pub rebuild: bool,
 }
 
-pub fn run(p: &PeerRun) -> Result<Vec<Value>> {
+/// A peer process, loaded and waiting for sweep points.
+pub struct Peer {
+    pub name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+fn ensure_venv(p: &PeerRun) -> Result<std::path::PathBuf> {
     let venv = p.repo.join("benchmarks/.venvs").join(p.peer);
     let python = venv.join("bin/python");
     if !python.exists() {
@@ -45,44 +56,117 @@ pub fn run(p: &PeerRun) -> Result<Vec<Value>> {
             );
         }
     }
-    let sweep: Vec<String> = p.sweep.iter().map(|x| x.to_string()).collect();
-    let mut cmd = Command::new(&python);
-    cmd.arg(p.repo.join("benchmarks/peers/run_peer.py"))
-        .args(["--peer", p.peer])
-        .arg("--data")
-        .arg(p.data)
-        .arg("--index-dir")
-        .arg(p.index_dir)
-        .args(["--threads", &p.threads.to_string(), "-k", &p.k.to_string()])
-        .args(["--sweep", &sweep.join(",")])
-        // Six decimals: the budget to the byte (run_peer.py's MB is 10^6 B).
-        .args(["--memory-budget-mb", &format!("{:.6}", p.memory_budget_mb)])
-        .args(["--pq-bytes", &p.pq_bytes.to_string()])
-        .args(["--graph-degree", &p.graph_degree.to_string()])
-        .args(["--complexity", &p.complexity.to_string()])
-        .args(["--alpha", &p.alpha.to_string()])
-        .args(["--beam-width", &p.beam_width.to_string()])
-        .env("RUST_LOG", "warn")
-        .stderr(Stdio::inherit());
-    if p.rebuild {
-        cmd.arg("--rebuild");
-    }
-    let out = cmd
-        .output()
-        .with_context(|| format!("run peer {}", p.peer))?;
-    if !out.status.success() {
-        bail!("peer {} failed ({}); its log is above", p.peer, out.status);
-    }
-    let mut rows = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
+    Ok(python)
+}
+
+impl Peer {
+    /// Starts the peer (building its index if none matches) and waits until
+    /// it has loaded the index.
+    pub fn start(p: &PeerRun) -> Result<Peer> {
+        let python = std::env::var_os("STRATAVEC_PEER_PYTHON")
+            .map(Into::into)
+            .map_or_else(|| ensure_venv(p), Ok)?;
+        let sweep: Vec<String> = p.sweep.iter().map(|x| x.to_string()).collect();
+        let mut cmd = Command::new(&python);
+        cmd.arg(p.repo.join("benchmarks/peers/run_peer.py"))
+            .args(["--peer", p.peer, "--serve"])
+            .arg("--data")
+            .arg(p.data)
+            .arg("--index-dir")
+            .arg(p.index_dir)
+            .args(["--threads", &p.threads.to_string(), "-k", &p.k.to_string()])
+            .args(["--sweep", &sweep.join(",")])
+            // Six decimals: the budget to the byte (run_peer.py's MB is 10^6 B).
+            .args(["--memory-budget-mb", &format!("{:.6}", p.memory_budget_mb)])
+            .args(["--pq-bytes", &p.pq_bytes.to_string()])
+            .args(["--graph-degree", &p.graph_degree.to_string()])
+            .args(["--complexity", &p.complexity.to_string()])
+            .args(["--alpha", &p.alpha.to_string()])
+            .args(["--beam-width", &p.beam_width.to_string()])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if p.rebuild {
+            cmd.arg("--rebuild");
         }
-        let mut v: Value = serde_json::from_str(line)
-            .with_context(|| format!("peer {} printed a line that is not JSON: {line}", p.peer))?;
-        v["kind"] = "search".into();
-        rows.push(v);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("start peer {} with {}", p.peer, python.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("peer stdout")?);
+        let mut peer = Peer {
+            name: p.peer.to_string(),
+            child,
+            stdin,
+            stdout,
+        };
+        let ready = peer.read_line()?;
+        if ready["ready"] != true {
+            bail!(
+                "peer {} said {ready} where it should say it is ready",
+                p.peer
+            );
+        }
+        Ok(peer)
     }
-    Ok(rows)
+
+    fn read_line(&mut self) -> Result<Value> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .with_context(|| format!("read from peer {}", self.name))?;
+            if n == 0 {
+                let status = self.child.wait()?;
+                bail!("peer {} exited ({status}); its log is above", self.name);
+            }
+            if !line.trim().is_empty() {
+                break;
+            }
+        }
+        let v: Value = serde_json::from_str(line.trim()).with_context(|| {
+            format!(
+                "peer {} printed a line that is not JSON: {}",
+                self.name,
+                line.trim()
+            )
+        })?;
+        if let Some(e) = v["error"].as_str() {
+            bail!("peer {}: {e}", self.name);
+        }
+        Ok(v)
+    }
+
+    /// Times one sweep point and returns its row, tagged `kind: search`.
+    pub fn point(&mut self, l: usize, round: usize) -> Result<Value> {
+        let stdin = self.stdin.as_mut().context("peer stdin closed")?;
+        writeln!(stdin, "{}", json!({"L": l, "round": round}))
+            .and_then(|_| stdin.flush())
+            .with_context(|| format!("send a sweep point to peer {}", self.name))?;
+        let mut v = self.read_line()?;
+        v["kind"] = "search".into();
+        Ok(v)
+    }
+
+    /// Closes its stdin (the peer exits at end of input) and waits for it.
+    pub fn finish(mut self) -> Result<()> {
+        drop(self.stdin.take());
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("peer {} exited with {status}", self.name);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        // An error elsewhere in the bench must not leave a peer process
+        // holding its index and RAM: closing stdin ends it; reap it.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
 }

@@ -132,29 +132,55 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
 }
 
 impl Opened<'_> {
-    /// One timed pass over all queries at list size `l`.
-    pub fn run(&self, l: usize) -> Result<BatchResult> {
+    /// One timed pass over all queries at list size `l`, and the CPU
+    /// seconds the process used during it.
+    pub fn run(&self, l: usize) -> Result<(BatchResult, Option<f64>)> {
         let params = SearchParams {
             complexity: l.max(self.s.k),
             ..self.warm.clone()
         };
-        Ok(self
+        let cpu0 = stratavec_io::process_cpu_seconds();
+        let res = self
             .index
-            .search_batch(self.s.queries, self.index.dim(), &params)?)
+            .search_batch(self.s.queries, self.index.dim(), &params)?;
+        let cpu = match (cpu0, stratavec_io::process_cpu_seconds()) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        Ok((res, cpu))
     }
 
-    /// The row of L = `l` from its timed passes: the one with the median QPS
-    /// (recall and reads are identical across passes; only time varies).
-    pub fn row(&self, l: usize, mut runs: Vec<BatchResult>) -> Result<Value> {
+    /// Times list size `l` once and returns its row, tagged with `round`.
+    pub fn point(&self, l: usize, round: usize) -> Result<Value> {
+        let (res, cpu_s) = self.run(l)?;
+        self.row(l, &res, cpu_s, round)
+    }
+
+    /// The row of one timed pass at L = `l`.
+    pub fn row(
+        &self,
+        l: usize,
+        res: &BatchResult,
+        cpu_s: Option<f64>,
+        round: usize,
+    ) -> Result<Value> {
         let s = &self.s;
         let index = &self.index;
-        runs.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
-        let res = &runs[runs.len() / 2];
         let measured = measure(res, Some(s.gt), s.k)?;
         let runaway = measured.runaway(l.max(s.k));
         if let Some(w) = &runaway {
             eprintln!("{}: {w}", s.system);
         }
+        // What the device delivered during the pass: the kernel's count where
+        // there is one (cache hits excluded either way).
+        let reads = measured
+            .proc_reads_per_query
+            .unwrap_or(measured.reads_per_query);
+        let reads_per_s = reads * measured.qps;
+        let nq = res.stats.len().max(1) as f64;
+        let cpu_us_per_query = cpu_s.map(|c| c / nq * 1e6);
+        // Share of the search threads' cores kept busy: near 1, CPU-bound.
+        let cpu_util = cpu_s.map(|c| c / res.wall_s.max(1e-9) / s.threads.max(1) as f64);
         let m = serde_json::to_value(measured)?;
         let mem: serde_json::Map<String, Value> = index
             .memory()
@@ -163,18 +189,24 @@ impl Opened<'_> {
             .map(|(k, v)| (k.clone(), json!(v)))
             .collect();
         let index_bytes: u64 = index.manifest.files.values().map(|f| f.bytes).sum();
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load1 = load
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse::<f64>().ok());
         let mut row = json!({
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
-            "n": index.len(), "d": index.dim(), "nq": s.gt.nq,
+            "n": index.len(), "d": index.dim(), "nq": s.gt.nq, "round": round,
             "latency_mode": "in-batch (admission to completion, in_flight queries per thread)",
             "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
             "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
-            "simd": stratavec_simd::kernel_name(), "repeats": runs.len(),
+            "simd": stratavec_simd::kernel_name(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
-            "runaway": runaway.is_some(),
+            "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
+            "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });
         if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
             row.extend(m);
@@ -203,32 +235,4 @@ impl Opened<'_> {
         };
         super::range::sweep(index, s.queries, &self.warm, s.ls, spec, &tag)
     }
-}
-
-/// Times every system at every L, `repeats` rounds, round-robin: round r
-/// runs each system's whole sweep before round r+1 starts, so a slow
-/// spell of a shared machine falls on all systems alike instead of on
-/// whichever was being measured. Returns each system's rows, in order.
-pub fn sweep_all(systems: &[Opened], ls: &[usize], repeats: usize) -> Result<Vec<Vec<Value>>> {
-    let mut runs: Vec<Vec<Vec<BatchResult>>> = systems
-        .iter()
-        .map(|_| ls.iter().map(|_| Vec::new()).collect())
-        .collect();
-    for _ in 0..repeats.max(1) {
-        for (i, o) in systems.iter().enumerate() {
-            for (j, &l) in ls.iter().enumerate() {
-                runs[i][j].push(o.run(l)?);
-            }
-        }
-    }
-    systems
-        .iter()
-        .zip(runs)
-        .map(|(o, per_l)| {
-            ls.iter()
-                .zip(per_l)
-                .map(|(&l, r)| o.row(l, r))
-                .collect::<Result<Vec<_>>>()
-        })
-        .collect()
 }

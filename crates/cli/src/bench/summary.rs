@@ -2,7 +2,9 @@
 //! point is on the Pareto front when no other point of the same system has
 //! both higher recall and higher QPS; "QPS at recall r" is the highest QPS
 //! among the front's points with recall >= r (no interpolation, so every
-//! figure is a measured run).
+//! figure is a measured run). Rows carry the round they were timed in; a
+//! front is read per round, and a figure over rounds is their median and
+//! range (`stats`).
 
 use serde_json::Value;
 
@@ -36,10 +38,28 @@ pub fn at_recall(points: &[Point], target: f64) -> Option<Point> {
         .max_by(|a, b| a.qps.total_cmp(&b.qps))
 }
 
-/// Points of one system from JSON rows (`recall_at_10`, `qps`, ...).
-pub fn points_of(rows: &[Value], system: &str) -> Vec<Point> {
-    rows.iter()
+/// The round a row was timed in (rows of older runs have none: round 0).
+pub fn round_of(r: &Value) -> u64 {
+    r["round"].as_u64().unwrap_or(0)
+}
+
+/// The rounds present for `system`, ascending.
+pub fn rounds_of(rows: &[Value], system: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = rows
+        .iter()
         .filter(|r| r["system"] == system && r["kind"] == "search")
+        .map(round_of)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Points of one system in one round from JSON rows (`recall_at_10`,
+/// `qps`, ...).
+pub fn points_of(rows: &[Value], system: &str, round: u64) -> Vec<Point> {
+    rows.iter()
+        .filter(|r| r["system"] == system && r["kind"] == "search" && round_of(r) == round)
         .filter_map(|r| {
             Some(Point {
                 recall: r["recall_at_10"].as_f64()?,
@@ -50,9 +70,55 @@ pub fn points_of(rows: &[Value], system: &str) -> Vec<Point> {
         .collect()
 }
 
+/// Per round, the fastest point of `system` reaching `target` (rounds
+/// where none does are left out).
+pub fn at_recall_by_round(rows: &[Value], system: &str, target: f64) -> Vec<(u64, Point)> {
+    rounds_of(rows, system)
+        .into_iter()
+        .filter_map(|r| at_recall(&points_of(rows, system, r), target).map(|p| (r, p)))
+        .collect()
+}
+
+/// QPS of `a` over QPS of `b` at `target`, one ratio per round both reach
+/// it in: each round's systems ran back to back, so a slow spell of the
+/// machine cancels in the ratio instead of landing on one system.
+pub fn ratios_by_round(rows: &[Value], a: &str, b: &str, target: f64) -> Vec<f64> {
+    let pb = at_recall_by_round(rows, b, target);
+    at_recall_by_round(rows, a, target)
+        .into_iter()
+        .filter_map(|(r, pa)| {
+            let (_, pb) = pb.iter().find(|(rb, _)| *rb == r)?;
+            Some(pa.qps / pb.qps)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ratios_pair_rounds() {
+        let row = |system: &str, round: u64, recall: f64, qps: f64| {
+            json!({"kind": "search", "system": system, "round": round,
+                   "recall_at_10": recall, "qps": qps})
+        };
+        let rows = vec![
+            row("a", 0, 0.96, 300.0),
+            row("a", 1, 0.96, 200.0),
+            row("a", 0, 0.90, 900.0),
+            row("b", 0, 0.97, 100.0),
+            row("b", 1, 0.97, 50.0),
+            row("b", 2, 0.97, 10.0), // no round 2 of a: no ratio
+        ];
+        assert_eq!(rounds_of(&rows, "b"), vec![0, 1, 2]);
+        assert_eq!(ratios_by_round(&rows, "a", "b", 0.95), vec![3.0, 4.0]);
+        // Round 0 of a reaches 0.90 faster at its other point.
+        let by = at_recall_by_round(&rows, "a", 0.90);
+        assert_eq!(by[0].1.qps, 900.0);
+        assert!(ratios_by_round(&rows, "a", "b", 0.99).is_empty());
+    }
 
     fn p(recall: f64, qps: f64) -> Point {
         Point {

@@ -1,0 +1,114 @@
+"""Rounds of a `stratavec bench` run: one row per system, sweep point and
+round (the bench times every system at a point before the next point, R
+rounds). Standard library only; plot.py, report.py, starling_table.py and
+qps_ratio.py read rows through it.
+
+- `collapse` gives one row per (system, L): the median QPS over rounds with
+  its min and max (`qps_min`, `qps_max`, `rounds`), other fields from the
+  round nearest that median. Recall and reads are exact and the same in
+  every round; QPS and latency are what move.
+- `ratios_by_round` pairs two systems round by round: each round's systems
+  ran back to back, so a slow spell of the machine cancels in the ratio.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import OrderedDict
+
+RECALL_EPS = 1e-9  # recall is a float mean: 0.8999999999999952 is 0.90 measured
+
+
+def num(x) -> float | None:
+    """A finite float or None (JSON null, missing, NaN, bool)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def round_of(r: dict) -> int:
+    """Rows of runs before rounds carry none: round 0."""
+    return int(r.get("round") or 0)
+
+
+def spread(values) -> dict | None:
+    """{'median', 'min', 'max', 'n'} of the finite values, None if there are none."""
+    v = [x for x in (num(x) for x in values) if x is not None]
+    if not v:
+        return None
+    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
+
+
+def show(s: dict | None, fmt=lambda x: f"{x:,.0f}", none: str = "—") -> str:
+    """`1,234 (1,100–1,300)`; just the number when there is one value."""
+    if s is None:
+        return none
+    if s["n"] > 1:
+        return f"{fmt(s['median'])} ({fmt(s['min'])}–{fmt(s['max'])})"
+    return fmt(s["median"])
+
+
+def collapse(rows: list[dict]) -> list[dict]:
+    """One row per sweep value L, in the order first seen; see the module doc."""
+    groups: "OrderedDict[object, list[dict]]" = OrderedDict()
+    for r in rows:
+        groups.setdefault(r.get("L"), []).append(r)
+    out = []
+    for group in groups.values():
+        q = spread(r.get("qps") for r in group)
+        if q is None:
+            out.append(dict(group[0]))
+            continue
+        nearest = min(group, key=lambda r: abs((num(r.get("qps")) or 0.0) - q["median"]))
+        row = dict(nearest)
+        row.update(qps=q["median"], qps_min=q["min"], qps_max=q["max"], rounds=len(group))
+        for f in ("reads_per_s", "cpu_util", "p50_us", "p99_us", "mean_us"):
+            s = spread(r.get(f) for r in group)
+            if s is not None:
+                row[f] = s["median"]
+        out.append(row)
+    return out
+
+
+def pareto(rows: list[dict]) -> list[dict]:
+    """Points no other point beats on both recall@10 and QPS, by recall."""
+    pts = [(float(r["recall_at_10"]), float(r["qps"]), r) for r in rows
+           if num(r.get("recall_at_10")) is not None and num(r.get("qps")) is not None]
+    front = [p for p in pts
+             if not any((q[0] >= p[0] and q[1] > p[1]) or (q[0] > p[0] and q[1] >= p[1]) for q in pts)]
+    front.sort(key=lambda p: (p[0], -p[1]))
+    return [p[2] for p in front]
+
+
+def at_recall(rows: list[dict], target: float) -> dict | None:
+    """The fastest measured point with recall@10 >= target (no interpolation)."""
+    ok = [r for r in pareto(rows) if float(r["recall_at_10"]) >= target - RECALL_EPS]
+    return max(ok, key=lambda r: float(r["qps"])) if ok else None
+
+
+def by_round(rows: list[dict]) -> "OrderedDict[int, list[dict]]":
+    out: "OrderedDict[int, list[dict]]" = OrderedDict()
+    for r in sorted(rows, key=round_of):
+        out.setdefault(round_of(r), []).append(r)
+    return out
+
+
+def at_recall_by_round(rows: list[dict], target: float) -> "OrderedDict[int, dict]":
+    """Per round, the point `at_recall` picks from that round's rows alone."""
+    out: "OrderedDict[int, dict]" = OrderedDict()
+    for rnd, rs in by_round(rows).items():
+        p = at_recall(rs, target)
+        if p is not None:
+            out[rnd] = p
+    return out
+
+
+def ratios_by_round(a_rows: list[dict], b_rows: list[dict], target: float) -> list[float]:
+    """QPS of a over QPS of b at `target`, one ratio per round both reach it in."""
+    pa, pb = at_recall_by_round(a_rows, target), at_recall_by_round(b_rows, target)
+    return [float(pa[r]["qps"]) / float(pb[r]["qps"]) for r in pa if r in pb]
