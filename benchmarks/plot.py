@@ -199,6 +199,21 @@ class Dataset:
         rows = own or rows
         return max(rows, key=lambda r: r["reads_per_s"]) if rows else None
 
+    def sustained_rates(self, source: str | None = None) -> list[float]:
+        """The sustained probes' reads/s (of `source`'s run when it has any)."""
+        own = [r for r in self.device if r.get("_source") == source]
+        return [float(r["reads_per_s"]) for r in (own or self.device)
+                if r.get("mode") == "sustained" and fnum(r.get("reads_per_s")) is not None]
+
+    def ceiling(self, source: str | None = None) -> tuple[float | None, str]:
+        """The rate searches are held to: the median sustained probe of the
+        run; for runs without one (before rounds), the best burst probe."""
+        sus = self.sustained_rates(source)
+        if sus:
+            return rounds.spread(sus)["median"], "sustained"
+        dev = self.best_device(source)
+        return (fnum(dev.get("reads_per_s")) if dev else None), "burst"
+
     @property
     def device_sources(self) -> list:
         return list(OrderedDict.fromkeys(r.get("_source") for r in self.device))
@@ -510,7 +525,7 @@ def plot_dataset(d: Dataset, out_dir: Path, suffix: str, linear: bool, annotate:
     written: list[Path] = []
     names = plot_files(d.name)
     dev = d.best_device()
-    dev_rate = fnum(dev.get("reads_per_s")) if dev else None
+    dev_rate, dev_how = d.ceiling()
     all_recalls = [float(r["recall_at_10"]) for s in d.systems.values() for r in s.points()]
     axis = (FixedLocator, FuncFormatter, NullLocator)
     label_suffix_note = ("recall@10 axis is logit-scaled (it spreads 0.9–0.999 apart); the tick \"1\" marks "
@@ -537,11 +552,17 @@ def plot_dataset(d: Dataset, out_dir: Path, suffix: str, linear: bool, annotate:
         if off:
             ax.scatter([p[0] for p in off], [p[1] for p in off], facecolors="none", edgecolors=s.color,
                        marker=s.marker, s=36, zorder=4, linewidths=1.0)
+        # The range over rounds, where there were several.
+        spans = [(x, float(r["qps_min"]), float(r["qps_max"])) for x, r in zip(xs, pts)
+                 if fnum(r.get("qps_min")) is not None and (r.get("rounds") or 1) > 1]
+        if spans:
+            ax.vlines([p[0] for p in spans], [p[1] for p in spans], [p[2] for p in spans], color=s.color,
+                      lw=1.0, alpha=0.7, zorder=3)
+            qmin, qmax = min(qmin, *(p[1] for p in spans)), max(qmax, *(p[2] for p in spans))
         ax.plot([], [], color=s.color, marker=s.marker, lw=2.0, label=s.display)
         if annotate and s.is_stratavec:
             _annotate_sweep(ax, xs, ys, pts, s.color)
-        s_dev = d.best_device(s.source)
-        s_rate = fnum(s_dev.get("reads_per_s")) if s_dev else None
+        s_rate, _ = d.ceiling(s.source)
         if s.is_stratavec and s_rate:
             cpts = [r for r in pts if (fnum(r.get("reads_per_query")) or 0) > 0]
             cpts.sort(key=lambda r: float(r["recall_at_10"]))
@@ -561,7 +582,15 @@ def plot_dataset(d: Dataset, out_dir: Path, suffix: str, linear: bool, annotate:
     ax.set_ylabel("queries per second (log)")
     note = ["Solid line: each system's Pareto front (no other sweep point has both higher recall and higher QPS); "
             "filled markers are on it, hollow ones are dominated."]
-    if dev_rate:
+    if any((r.get("rounds") or 1) > 1 for s in d.systems.values() for r in s.rows):
+        note.append("Markers: the median QPS over the rounds; vertical bars: its min–max.")
+    if dev_rate and dev_how == "sustained":
+        note.append(f"Dashed: device ceiling = the median sustained {int(dev.get('block_bytes', 4096)) // 1024} KiB "
+                    f"random read rate ({dev_rate:,.0f}/s at queue depth 64, {dev.get('threads')} threads, "
+                    f"{dev.get('backend')}) ÷ the point's reads per query"
+                    + ("; each run's own probe where results come from several runs." if len(d.device_sources) > 1
+                       else "."))
+    elif dev_rate:
         note.append(f"Dashed: device ceiling = best measured {int(dev.get('block_bytes', 4096)) // 1024} KiB random "
                     f"read rate ({dev_rate:,.0f}/s at queue depth {dev.get('depth')}, {dev.get('threads')} threads, "
                     f"{dev.get('backend')}) ÷ the point's reads per query"

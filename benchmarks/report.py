@@ -208,25 +208,12 @@ def describe_meta(meta: dict | None) -> str | None:
 # per data set
 
 
-def device_rows(d: P.Dataset, source: str | None = None) -> list[dict]:
-    """The device rows of `source`'s run when it has any, else all."""
-    own = [r for r in d.device if r.get("_source") == source]
-    return own or d.device
-
-
 def sustained_rates(d: P.Dataset, source: str | None = None) -> list[float]:
-    return [float(r["reads_per_s"]) for r in device_rows(d, source)
-            if r.get("mode") == "sustained" and fnum(r.get("reads_per_s")) is not None]
+    return d.sustained_rates(source)
 
 
 def ceiling_of(d: P.Dataset, source: str | None = None) -> tuple[float | None, str]:
-    """The rate searches are held to: the median sustained probe of the run;
-    for runs without one (before rounds), the best burst probe."""
-    sus = sustained_rates(d, source)
-    if sus:
-        return rounds.spread(sus)["median"], "sustained"
-    dev = d.best_device(source)
-    return (fnum(dev.get("reads_per_s")) if dev else None), "burst"
+    return d.ceiling(source)
 
 
 def qps_spread(s: P.System, t: float) -> tuple[dict | None, dict | None]:
