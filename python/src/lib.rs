@@ -38,8 +38,8 @@ fn os_error(errno: Option<i32>, not_found: bool, msg: String) -> PyErr {
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     let errno = match &e {
-        Error::File { source, .. } | Error::Data(DataError::Io { source, .. }) => {
-            source.raw_os_error()
+        Error::File { cause, .. } | Error::Data(DataError::Io { cause, .. }) => {
+            cause.raw_os_error()
         }
         Error::Io(io) => io.raw_os_error(),
         _ => None,

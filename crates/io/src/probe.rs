@@ -53,7 +53,7 @@ fn one_thread(path: &Path, p: &ProbeParams, seed: u64) -> Result<(u64, Vec<f64>,
         .map_err(|e| IoError::File {
             op: "stat",
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         })?
         .len();
     let blocks = (size / p.block_bytes as u64).max(1);
