@@ -82,3 +82,76 @@ fn an_os_error_is_printed_once() {
     assert_eq!(e.matches("os error 2").count(), 1, "{e}");
     assert!(e.contains(&missing.display().to_string()), "{e}");
 }
+
+#[test]
+fn a_tiny_16_d_set_builds_and_searches_with_every_default() {
+    let s = small();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.index.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["build"]["pq_bytes"], 16);
+    assert!(
+        m["chosen"]["pq_bytes"].as_str().unwrap().contains("16-d"),
+        "{m}"
+    );
+    let out = ok(run(&[
+        &"search",
+        &s.index,
+        &s.data.join("query.fbin"),
+        &"--gt",
+        &s.data.join("gt.ibin"),
+    ]));
+    let table = stdout(&out);
+    assert_eq!(table.lines().count(), 5, "{table}");
+    assert!(!table.contains(" - "), "recall missing: {table}");
+    // The starling profile too, and the choice is said on stderr.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let idx = tmp.path().join("s");
+    let built = ok(run(&[
+        &"build",
+        &s.data.join("base.fbin"),
+        &idx,
+        &"--profile",
+        &"starling",
+    ]));
+    let note = stderr(&built);
+    assert!(
+        note.contains(
+            "note: pq_bytes = 16: one byte a dimension (16-d data cannot take the default 32)"
+        ),
+        "{note}"
+    );
+    ok(run(&[&"search", &idx, &s.data.join("query.fbin")]));
+}
+
+#[test]
+fn an_impossible_starling_build_fails_in_under_a_second() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data = tmp.path().join("d");
+    ok(run(&[
+        &"synth",
+        &data,
+        &"--n",
+        &"5000",
+        &"--queries",
+        &"1",
+        &"--dim",
+        &"768",
+    ]));
+    let t = std::time::Instant::now();
+    let e = fails(run(&[
+        &"build",
+        &data.join("base.fbin"),
+        &tmp.path().join("s"),
+        &"--profile",
+        &"starling",
+        &"--page-size",
+        &"4096",
+    ]));
+    assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
+    assert_eq!(
+        e.trim_end(),
+        "error: page_size: expected pages that hold at least 2 shuffled records of 3182 bytes \
+         (768 x f32 and 64 neighbours): 8192 or more (leave --page-size unset and the profile \
+         picks it), found 1 per 4096-byte page"
+    );
+}

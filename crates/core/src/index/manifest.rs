@@ -36,6 +36,10 @@ pub struct Manifest {
     pub medoid: u32,
     pub graph_mean_degree: f64,
     pub files: BTreeMap<String, FileEntry>,
+    /// Build parameters chosen to fit the data because the caller left them
+    /// unset (`index::fit`), with why; absent when the defaults fit.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chosen: BTreeMap<String, String>,
 }
 
 impl Manifest {
