@@ -155,3 +155,90 @@ fn an_impossible_starling_build_fails_in_under_a_second() {
          picks it), found 1 per 4096-byte page"
     );
 }
+
+#[test]
+fn argument_errors_come_before_any_output() {
+    let s = small();
+    let q = s.data.join("query.fbin");
+    let e = fails(run(&[&"search", &s.index, &q, &"-k", &"0"]));
+    assert_eq!(e.trim_end(), "error: k: expected at least 1, found 0");
+    let e = fails(run(&[&"search", &s.index, &q, &"-k", &"51"]));
+    assert_eq!(
+        e.trim_end(),
+        "error: k: expected at most the number of indexed vectors (50), found 51"
+    );
+    let e = fails(run(&[&"search", &s.index, &q, &"--prune-ratio", &"2"]));
+    assert_eq!(
+        e.trim_end(),
+        "error: prune_ratio (σ): expected in [0, 1], found 2"
+    );
+    let e = fails(run(&[
+        &"search",
+        &s.index,
+        &q,
+        &"--radius",
+        &"1",
+        &"-L",
+        &"0",
+    ]));
+    assert_eq!(
+        e.trim_end(),
+        "error: complexity (L): expected at least k = 1, found 0"
+    );
+}
+
+#[test]
+fn a_shallow_ground_truth_says_why_recall_is_missing() {
+    let s = small();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let gt = tmp.path().join("gt5.ibin");
+    let q = s.data.join("query.fbin");
+    ok(run(&[
+        &"gt",
+        &s.data.join("base.fbin"),
+        &q,
+        &gt,
+        &"-k",
+        &"5",
+    ]));
+    let out = ok(run(&[
+        &"search", &s.index, &q, &"--gt", &gt, &"-k", &"10", &"-L", &"20", &"30",
+    ]));
+    let note = format!(
+        "note: recall@10 needs ground truth of depth >= 10; {} has depth 5",
+        gt.display()
+    );
+    assert_eq!(stderr(&out).matches(&note).count(), 1, "{}", stderr(&out));
+    assert!(stdout(&out).lines().skip(1).all(|l| l.contains(" - ")));
+}
+
+#[test]
+fn a_ground_truth_file_given_as_queries_is_named_as_such() {
+    let s = small();
+    let e = fails(run(&[&"search", &s.index, &s.data.join("gt.ibin")]));
+    assert!(
+        e.contains("unknown file extension \"ibin\"")
+            && e.contains(".ibin and .ivecs hold ground truth, not vectors: pass them as --gt")
+            && !e.contains("::"),
+        "{e}"
+    );
+}
+
+#[test]
+fn exact_ground_truth_errors_name_no_function() {
+    let s = small();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let q = s.data.join("query.fbin");
+    let e = fails(run(&[
+        &"gt",
+        &s.data.join("base.fbin"),
+        &q,
+        &tmp.path().join("gt.ibin"),
+        &"-k",
+        &"60",
+    ]));
+    assert_eq!(
+        e.trim_end(),
+        "error: exact ground truth: `k`: expected 1..=50 (the base size), found 60"
+    );
+}

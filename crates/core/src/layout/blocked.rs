@@ -358,6 +358,6 @@ mod tests {
         let e = capacity(4096, 1024, DType::F32, &lists)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("at least 2 records"), "{e}");
+        assert!(e.contains("at least 2 shuffled records"), "{e}");
     }
 }
