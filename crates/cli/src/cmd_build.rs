@@ -25,9 +25,9 @@ pub struct Args {
     /// Build search list size L. Default: 128, or R when R is larger.
     #[arg(long)]
     complexity: Option<usize>,
-    /// Pruning slack α (1.0-4.0): an edge is dropped only when a kept
-    /// neighbour is α times closer to its end; larger keeps more long edges
-    /// (fewer hops, larger graph).
+    /// Pruning slack α (1.0-4.0) of the robust prune: an edge p→c is dropped
+    /// when a neighbour n already kept has α·d(n, c) <= d(p, c); larger α
+    /// drops fewer, keeping longer edges (fewer hops, more edges).
     #[arg(long, default_value_t = 1.2)]
     alpha: f32,
     /// PQ bytes per vector kept in RAM for search. Default: 32, or the

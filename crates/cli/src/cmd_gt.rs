@@ -4,14 +4,20 @@ use stratavec::data::{brute_force_knn, Metric};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Base vectors (any vector format).
     base: PathBuf,
+    /// Query vectors, of the base's dimension and type.
     queries: PathBuf,
     /// Output .ibin (ids then distances) or .ivecs.
     out: PathBuf,
+    /// Neighbours per query (the depth of the ground truth: recall@k needs
+    /// depth >= k).
     #[arg(short = 'k', default_value_t = 100)]
     k: usize,
+    /// l2, ip or cosine (as the index will be built).
     #[arg(long, default_value = "l2")]
     metric: Metric,
+    /// Threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Range ground truth instead: every vector within this distance of each

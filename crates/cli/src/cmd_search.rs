@@ -8,15 +8,17 @@ use stratavec_io::Backend;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Index directory (made by `stratavec build`).
     index_dir: PathBuf,
     /// Query vectors.
     queries: PathBuf,
     /// Ground truth (.ibin/.ivecs); without it recall is not reported.
     #[arg(long)]
     gt: Option<PathBuf>,
+    /// Neighbours to return per query; recall is recall@k.
     #[arg(short = 'k', default_value_t = 10)]
     k: usize,
-    /// Search list sizes to sweep, one row each.
+    /// Search list sizes to sweep, one row each (raised to k when below).
     #[arg(short = 'L', long = "complexity", num_args = 1.., default_values_t = [20, 50, 100, 200])]
     l: Vec<usize>,
     /// Reads per hop (DiskANN's beam width W). Default: the index profile's

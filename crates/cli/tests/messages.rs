@@ -242,3 +242,18 @@ fn exact_ground_truth_errors_name_no_function() {
         "error: exact ground truth: `k`: expected 1..=50 (the base size), found 60"
     );
 }
+
+#[test]
+fn build_help_lists_profiles_and_says_what_alpha_and_seed_do() {
+    let help = stdout(&ok(run(&[&"build", &"--help"])));
+    let one_line = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "[possible values: diskann, starling]",
+        "Pruning slack α",
+        "Seed of every random choice",
+        "Default: 32, or the dimension when it is smaller",
+        "the smallest that holds 2 records",
+    ] {
+        assert!(one_line.contains(want), "{want:?} not in:\n{help}");
+    }
+}
