@@ -257,3 +257,37 @@ fn build_help_lists_profiles_and_says_what_alpha_and_seed_do() {
         assert!(one_line.contains(want), "{want:?} not in:\n{help}");
     }
 }
+
+#[test]
+fn an_impossible_relayout_fails_before_reading_the_graph() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data = tmp.path().join("d");
+    ok(run(&[
+        &"synth",
+        &data,
+        &"--n",
+        &"300",
+        &"--queries",
+        &"1",
+        &"--dim",
+        &"768",
+    ]));
+    let src = tmp.path().join("diskann");
+    ok(run(&[&"build", &data.join("base.fbin"), &src]));
+    let e = fails(run(&[&"relayout", &src, &tmp.path().join("s")]));
+    assert_eq!(
+        e.trim_end(),
+        "error: page_size: expected pages that hold at least 2 shuffled records of 3150 bytes \
+         (768 x f32 and 64 neighbours); relayout keeps the source's pages (build with --profile \
+         starling, which picks the page size, or relayout with --store f16), found 1 per \
+         4096-byte page"
+    );
+    // As f16 the records fit.
+    ok(run(&[
+        &"relayout",
+        &src,
+        &tmp.path().join("h"),
+        &"--store",
+        &"f16",
+    ]));
+}
