@@ -11,9 +11,9 @@ pub struct Args {
     /// Output .ibin (ids then distances) or .ivecs.
     out: PathBuf,
     /// Neighbours per query (the depth of the ground truth: recall@k needs
-    /// depth >= k).
-    #[arg(short = 'k', default_value_t = 100)]
-    k: usize,
+    /// depth >= k). Default: 100, or every base vector when fewer.
+    #[arg(short = 'k')]
+    k: Option<usize>,
     /// l2, ip or cosine (as the index will be built).
     #[arg(long, default_value = "l2")]
     metric: Metric,
@@ -46,11 +46,13 @@ pub fn run(a: Args) -> Result<()> {
         );
         return Ok(());
     }
+    // A default a small base cannot meet is not an error: the depth is capped.
+    let k = a.k.unwrap_or(100.min(base.n()));
     let gt = brute_force_knn(
         &base,
         &queries,
         a.metric,
-        a.k,
+        k,
         a.threads.unwrap_or_else(crate::default_threads),
     )?;
     match a.out.extension().and_then(|e| e.to_str()) {

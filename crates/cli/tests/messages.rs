@@ -103,8 +103,21 @@ fn a_tiny_16_d_set_builds_and_searches_with_every_default() {
     let table = stdout(&out);
     assert_eq!(table.lines().count(), 5, "{table}");
     assert!(!table.contains(" - "), "recall missing: {table}");
-    // The starling profile too, and the choice is said on stderr.
+    // gt's default depth (100) is capped at the 50 base vectors.
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let gt = tmp.path().join("gt.ibin");
+    let said = ok(run(&[
+        &"gt",
+        &s.data.join("base.fbin"),
+        &s.data.join("query.fbin"),
+        &gt,
+    ]));
+    assert!(
+        stderr(&said).contains("5 queries x top-50 over 50 vectors"),
+        "{}",
+        stderr(&said)
+    );
+    // The starling profile too, and the choice is said on stderr.
     let idx = tmp.path().join("s");
     let built = ok(run(&[
         &"build",
@@ -120,7 +133,13 @@ fn a_tiny_16_d_set_builds_and_searches_with_every_default() {
         ),
         "{note}"
     );
-    ok(run(&[&"search", &idx, &s.data.join("query.fbin")]));
+    ok(run(&[
+        &"search",
+        &idx,
+        &s.data.join("query.fbin"),
+        &"--gt",
+        &gt,
+    ]));
 }
 
 #[test]

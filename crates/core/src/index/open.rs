@@ -432,7 +432,8 @@ impl Index {
             return Err(Error::argument(
                 "I/O buffers for this search (threads x min(in_flight x beam_width, READ_SLOTS) x page)",
                 format!(
-                    "at most the {} bytes reserved at open (OpenOptions reserve_*)",
+                    "at most the {} bytes of I/O buffers reserved when the index was opened \
+                     (search with fewer threads or queries in flight, or open it for more)",
                     self.buffer_bytes
                 ),
                 format!(
