@@ -28,7 +28,8 @@ pub struct Manifest {
     pub dim: usize,
     pub n: usize,
     pub metric: Metric,
-    /// Every build parameter, as given (after defaults were applied).
+    /// Every build parameter, as used: given, or fitted to the data where
+    /// left unset (`chosen` says which and why).
     pub build: crate::index::build::BuildParams,
     pub layout: String,
     pub page_size: usize,
