@@ -48,6 +48,13 @@ pub fn run(a: Args) -> Result<()> {
     }
     // A default a small base cannot meet is not an error: the depth is capped.
     let k = a.k.unwrap_or(100.min(base.n()));
+    if k == 0 || k > base.n() {
+        anyhow::bail!(
+            "-k: expected 1..={n} (the number of vectors in {}), found {k}",
+            a.base.display(),
+            n = base.n()
+        );
+    }
     let gt = brute_force_knn(
         &base,
         &queries,

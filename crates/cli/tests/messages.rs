@@ -244,7 +244,7 @@ fn a_ground_truth_file_given_as_queries_is_named_as_such() {
 }
 
 #[test]
-fn exact_ground_truth_errors_name_no_function() {
+fn gt_k_errors_name_the_base_file() {
     let s = small();
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let q = s.data.join("query.fbin");
@@ -258,7 +258,10 @@ fn exact_ground_truth_errors_name_no_function() {
     ]));
     assert_eq!(
         e.trim_end(),
-        "error: exact ground truth: `k`: expected 1..=50 (the base size), found 60"
+        format!(
+            "error: -k: expected 1..=50 (the number of vectors in {}), found 60",
+            s.data.join("base.fbin").display()
+        )
     );
 }
 
