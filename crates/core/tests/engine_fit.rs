@@ -112,3 +112,29 @@ fn starling_picks_the_page_that_holds_two_records() {
     let res = search(&open(&dir), &queries, 5, 20);
     assert_eq!(res.failed(), 0);
 }
+
+#[test]
+fn a_search_needing_more_buffers_than_reserved_says_what_to_do() {
+    let s = shared();
+    let index = open(&s.dir);
+    let p = stratavec::SearchParams {
+        threads: 64,
+        in_flight: 32,
+        ..search_params(10, 20)
+    };
+    // Checked before any work, and by search_batch the same way.
+    let e = err_msg(index.check_search(&p, SHARED_NQ));
+    assert_eq!(e, err_msg(index.search_batch(&s.queries, s.dim, &p)));
+    assert_mentions(
+        &e,
+        &[
+            "I/O buffers for this search (threads x min(in_flight x beam_width, 64) x page)",
+            "reserved when the index was opened (search with fewer threads",
+            "found 64 x min(32 x 4, 64) x 4096",
+        ],
+    );
+    assert!(
+        !e.contains("READ_SLOTS") && !e.contains("OpenOptions"),
+        "{e}"
+    );
+}

@@ -430,7 +430,7 @@ impl Index {
         let need = threads * slots * self.layout.max_span_bytes();
         if need > self.buffer_bytes {
             return Err(Error::argument(
-                "I/O buffers for this search (threads x min(in_flight x beam_width, READ_SLOTS) x page)",
+                format!("I/O buffers for this search (threads x min(in_flight x beam_width, {READ_SLOTS}) x page)"),
                 format!(
                     "at most the {} bytes of I/O buffers reserved when the index was opened \
                      (search with fewer threads or queries in flight, or open it for more)",
