@@ -38,8 +38,8 @@ fn os_error(errno: Option<i32>, not_found: bool, msg: String) -> PyErr {
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     let errno = match &e {
-        Error::File { source, .. } | Error::Data(DataError::Io { source, .. }) => {
-            source.raw_os_error()
+        Error::File { cause, .. } | Error::Data(DataError::Io { cause, .. }) => {
+            cause.raw_os_error()
         }
         Error::Io(io) => io.raw_os_error(),
         _ => None,
@@ -176,6 +176,12 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
     d.set_item("peak_rss_bytes", r.peak_rss_bytes)?;
     d.set_item("index_bytes", r.index_bytes)?;
     d.set_item("graph_mean_degree", r.graph_mean_degree)?;
+    // Parameters fitted to the data because they were None: name -> why.
+    let chosen = PyDict::new(py);
+    for (name, why) in &r.chosen {
+        chosen.set_item(name, why)?;
+    }
+    d.set_item("chosen", chosen)?;
     if let Some(sh) = &r.shuffle {
         // OR(G) of id order and after each stage: {"id_order": x, "stages": [(name, OR, s)]}.
         let s = PyDict::new(py);
@@ -189,8 +195,8 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
 /// Builds a disk index of `data` in `index_dir`; see `stratavec.build_index`.
 #[pyfunction]
 #[pyo3(signature = (
-    data, index_dir, *, metric = "l2", graph_degree = 64, complexity = 128,
-    alpha = 1.2, pq_bytes = 32, passes = 1, page_size = 4096, seed = 42,
+    data, index_dir, *, metric = "l2", graph_degree = 64, complexity = None,
+    alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = 0.0,
     store = None
 ))]
@@ -201,11 +207,11 @@ fn build_index<'py>(
     index_dir: PathBuf,
     metric: &str,
     graph_degree: i64,
-    complexity: i64,
+    complexity: Option<i64>,
     alpha: f64,
-    pq_bytes: i64,
+    pq_bytes: Option<i64>,
     passes: i64,
-    page_size: i64,
+    page_size: Option<i64>,
     seed: u64,
     threads: Option<i64>,
     profile: &str,
@@ -225,18 +231,28 @@ fn build_index<'py>(
             .parse()
             .map_err(|e| PyValueError::new_err(format!("shuffle: {e}")))?,
     };
+    // None: the build fits the value to the data (`stratavec::index::fit`)
+    // and says so in the report's "chosen".
+    let given = |name: &str, v: Option<i64>, default: usize| -> PyResult<usize> {
+        v.map_or(Ok(default), |v| count(name, v, 1))
+    };
     let params = BuildParams {
         shuffle,
         nav_sample,
         metric,
         graph_degree: count("graph_degree", graph_degree, 1)?,
-        complexity: count("complexity", complexity, 1)?,
+        complexity: given("complexity", complexity, base.complexity)?,
         alpha: alpha as f32,
         passes: count("passes", passes, 1)?,
-        pq_bytes: count("pq_bytes", pq_bytes, 1)?,
-        page_size: count("page_size", page_size, 1)?,
+        pq_bytes: given("pq_bytes", pq_bytes, base.pq_bytes)?,
+        page_size: given("page_size", page_size, base.page_size)?,
         seed,
         store,
+        unset: stratavec::Unset {
+            pq_bytes: pq_bytes.is_none(),
+            page_size: page_size.is_none(),
+            complexity: complexity.is_none(),
+        },
         ..base
     };
     let threads = threads_arg(threads)?;
@@ -589,9 +605,9 @@ impl Index {
         on_error: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
-        // Negative numbers are refused here; zero and out-of-range values go
-        // to the engine, whose messages name the valid range.
-        let k = count("k", k, 0)?;
+        // k = 0 and k = -1 get the same message; values above n go to the
+        // engine, whose message names the number of vectors.
+        let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
         let base = this.profile_options(
             page_search,

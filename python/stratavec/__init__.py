@@ -51,11 +51,11 @@ def build_index(
     *,
     metric: str = "l2",
     graph_degree: int = 64,
-    complexity: int = 128,
+    complexity: Optional[int] = None,
     alpha: float = 1.2,
-    pq_bytes: int = 32,
+    pq_bytes: Optional[int] = None,
     passes: int = 1,
-    page_size: int = 4096,
+    page_size: Optional[int] = None,
     seed: int = 42,
     threads: Optional[int] = None,
     profile: str = "diskann",
@@ -85,18 +85,21 @@ def build_index(
         and ``int8`` data support ``"l2"`` only.
     graph_degree : int
         Maximum out-degree of the graph (DiskANN's ``R``).
-    complexity : int
+    complexity : int, optional
         Candidate list size during the build (DiskANN's ``L``); at least
-        ``graph_degree``.
+        ``graph_degree``. Default: 128, or ``graph_degree`` when larger.
     alpha : float
         Pruning slack (1.0 to 4.0); larger keeps longer edges.
-    pq_bytes : int
+    pq_bytes : int, optional
         Bytes of product-quantization code kept in RAM per vector; at most
-        ``dim``. More bytes: better recall, more memory.
+        ``dim``. More bytes: better recall, more memory. Default: 32, or
+        ``dim`` when smaller (one byte a dimension).
     passes : int
         Insertion passes (1 like DiskANN's builder, 2 like the Vamana paper).
-    page_size : int
-        Disk page size in bytes: 4096, 8192 or 16384.
+    page_size : int, optional
+        Disk page size in bytes: 4096, 8192 or 16384. Default: 4096; for a
+        shuffled layout (``"starling"``) the smallest that holds two
+        records (8192 for 768-d float32).
     seed : int
         Seed of every random choice; builds with ``threads=1`` are
         byte-identical across runs.
@@ -125,8 +128,11 @@ def build_index(
     dict
         The build report: ``n``, ``dim``, ``threads``, ``stages`` (stage name
         -> seconds), ``total_s``, ``peak_rss_bytes``, ``index_bytes`` and
-        ``graph_mean_degree``; for a shuffled layout also ``shuffle``: the
-        overlap ratio OR(G) of id order and after each stage.
+        ``graph_mean_degree``; ``chosen``: the parameters left as ``None``
+        that were fitted to the data rather than given their usual default
+        (name -> why; also in the index's manifest.json); for a shuffled
+        layout also ``shuffle``: the overlap ratio OR(G) of id order and
+        after each stage.
 
     Raises
     ------

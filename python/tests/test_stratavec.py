@@ -298,8 +298,37 @@ def test_search_bad_k(index, data):
         index.search(q, 0)
     with pytest.raises(ValueError, match=r"3000.*3001"):
         index.search(q, N + 1)
-    with pytest.raises(ValueError, match=r"k: expected at least 0, found -1"):
+    # A negative k gets the same bound as k = 0 (it once said "at least 0").
+    with pytest.raises(ValueError, match=r"k: expected at least 1, found -1"):
         index.search(q, -1)
+
+
+@pytest.mark.parametrize("profile", ["diskann", "starling"])
+def test_a_tiny_16_d_set_builds_and_searches_with_every_default(tmp_path, profile):
+    # 50 vectors of 16 dimensions: every default must fit (pq_bytes was 32).
+    x = clustered(50, 16, seed=5)
+    q = clustered(5, 16, seed=6)
+    r = stratavec.build_index(x, tmp_path / "i", profile=profile)
+    assert r["chosen"]["pq_bytes"].startswith("16: one byte a dimension"), r["chosen"]
+    idx = stratavec.Index.open(tmp_path / "i")
+    D, I = idx.search(q)
+    assert I.shape == (5, 10) and (I >= 0).all()
+    assert recall(I, brute_force(x, q, 10)) >= 0.9
+    import json
+    manifest = json.loads((tmp_path / "i" / "manifest.json").read_text())
+    assert manifest["build"]["pq_bytes"] == 16 and "pq_bytes" in manifest["chosen"]
+
+
+def test_starling_page_size_follows_the_records(tmp_path):
+    # 768-d float32 records (3.1 KB) do not fit twice in a 4 KB page: left
+    # unset, the page size is chosen; given, it fails before any work.
+    x = clustered(200, 768, seed=7)
+    r = stratavec.build_index(x, tmp_path / "auto", profile="starling", threads=2)
+    assert r["chosen"]["page_size"].startswith("8192: a 4096-byte page"), r["chosen"]
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match=r"page_size: expected pages that hold at least 2 shuffled records.*8192"):
+        stratavec.build_index(x, tmp_path / "set", profile="starling", page_size=4096)
+    assert time.perf_counter() - t < 1.0
 
 
 def test_search_bad_shapes(index):

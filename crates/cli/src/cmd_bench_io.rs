@@ -14,10 +14,13 @@ pub struct Args {
     /// Directory for the scratch file (default: current directory).
     #[arg(long, default_value = ".")]
     dir: PathBuf,
+    /// Size of the scratch file in MiB.
     #[arg(long, default_value_t = 1024)]
     file_mb: usize,
+    /// Read sizes in bytes, one measurement each.
     #[arg(long, value_delimiter = ',', default_values_t = [4096, 8192, 16384])]
     sizes: Vec<usize>,
+    /// Queue depths (reads in flight per thread), one measurement each.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16, 64, 128])]
     depths: Vec<usize>,
     /// Reader threads (each with its own ring and depth).
@@ -26,8 +29,10 @@ pub struct Args {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// I/O backend: auto, io_uring, pread, buffered, ram.
     #[arg(long, default_value = "auto")]
     io: Backend,
+    /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
 }

@@ -11,7 +11,10 @@ pub struct Args {
     /// Index directory to create (an existing index there is replaced only
     /// when the build succeeds).
     index_dir: PathBuf,
-    #[arg(long, default_value = "diskann")]
+    /// Named composition of parts: diskann (id-order pages, beam search) or
+    /// starling (records shuffled into blocks with their neighbours, block
+    /// search).
+    #[arg(long, default_value = "diskann", value_parser = ["diskann", "starling"])]
     profile: String,
     /// l2, ip or cosine.
     #[arg(long, default_value = "l2")]
@@ -19,20 +22,27 @@ pub struct Args {
     /// Maximum graph out-degree R.
     #[arg(long, short = 'R', default_value_t = 64)]
     graph_degree: usize,
-    /// Build search list size L.
-    #[arg(long, default_value_t = 128)]
-    complexity: usize,
+    /// Build search list size L. Default: 128, or R when R is larger.
+    #[arg(long)]
+    complexity: Option<usize>,
+    /// Pruning slack α (1.0-4.0) of the robust prune: an edge p→c is dropped
+    /// when a neighbour n already kept has α·d(n, c) <= d(p, c); larger α
+    /// drops fewer, keeping longer edges (fewer hops, more edges).
     #[arg(long, default_value_t = 1.2)]
     alpha: f32,
-    /// PQ bytes per vector kept in RAM for search.
-    #[arg(long, default_value_t = 32)]
-    pq_bytes: usize,
+    /// PQ bytes per vector kept in RAM for search. Default: 32, or the
+    /// dimension when it is smaller (one byte a dimension).
+    #[arg(long)]
+    pq_bytes: Option<usize>,
     /// Insertion passes (1 = DiskANN's builder, 2 = the Vamana paper).
     #[arg(long, default_value_t = 1)]
     passes: usize,
-    /// Disk page size in bytes (4096, 8192 or 16384).
-    #[arg(long, default_value_t = 4096)]
-    page_size: usize,
+    /// Disk page size in bytes: 4096, 8192 or 16384. Default: 4096, or for
+    /// shuffled blocks (starling) the smallest that holds 2 records.
+    #[arg(long)]
+    page_size: Option<usize>,
+    /// Seed of every random choice (PQ sample, insertion order, navigation
+    /// sample): the same seed and data give a byte-identical index.
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Block shuffle of the records: none, bnp, bnf, bns (default: bnf for
@@ -82,13 +92,19 @@ pub fn run(a: Args) -> Result<()> {
         profile: a.profile,
         metric: a.metric,
         graph_degree: a.graph_degree,
-        complexity: a.complexity,
+        complexity: a.complexity.unwrap_or(base.complexity),
         alpha: a.alpha,
         passes: a.passes,
-        pq_bytes: a.pq_bytes,
-        page_size: a.page_size,
+        pq_bytes: a.pq_bytes.unwrap_or(base.pq_bytes),
+        page_size: a.page_size.unwrap_or(base.page_size),
         seed: a.seed,
         store: a.store,
+        // What was not given is fitted to the data (and said on stderr).
+        unset: stratavec::Unset {
+            pq_bytes: a.pq_bytes.is_none(),
+            page_size: a.page_size.is_none(),
+            complexity: a.complexity.is_none(),
+        },
         ..base
     };
     let threads = a.threads.unwrap_or_else(crate::default_threads);

@@ -4,14 +4,20 @@ use stratavec::data::{brute_force_knn, Metric};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Base vectors (any vector format).
     base: PathBuf,
+    /// Query vectors, of the base's dimension and type.
     queries: PathBuf,
     /// Output .ibin (ids then distances) or .ivecs.
     out: PathBuf,
-    #[arg(short = 'k', default_value_t = 100)]
-    k: usize,
+    /// Neighbours per query (the depth of the ground truth: recall@k needs
+    /// depth >= k). Default: 100, or every base vector when fewer.
+    #[arg(short = 'k')]
+    k: Option<usize>,
+    /// l2, ip or cosine (as the index will be built).
     #[arg(long, default_value = "l2")]
     metric: Metric,
+    /// Threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Range ground truth instead: every vector within this distance of each
@@ -40,11 +46,20 @@ pub fn run(a: Args) -> Result<()> {
         );
         return Ok(());
     }
+    // A default a small base cannot meet is not an error: the depth is capped.
+    let k = a.k.unwrap_or(100.min(base.n()));
+    if k == 0 || k > base.n() {
+        anyhow::bail!(
+            "-k: expected 1..={n} (the number of vectors in {}), found {k}",
+            a.base.display(),
+            n = base.n()
+        );
+    }
     let gt = brute_force_knn(
         &base,
         &queries,
         a.metric,
-        a.k,
+        k,
         a.threads.unwrap_or_else(crate::default_threads),
     )?;
     match a.out.extension().and_then(|e| e.to_str()) {

@@ -4,6 +4,7 @@ use stratavec::index::Manifest;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Index directory (holds manifest.json).
     index_dir: PathBuf,
     /// Re-hash every file and compare with the manifest.
     #[arg(long)]

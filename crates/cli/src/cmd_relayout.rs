@@ -17,6 +17,7 @@ pub struct Args {
     /// `build --profile starling --store f16`, without a graph build.
     #[arg(long)]
     store: Option<stratavec::data::DType>,
+    /// Threads (default: all cores). The index is identical for any value.
     #[arg(long)]
     threads: Option<usize>,
 }

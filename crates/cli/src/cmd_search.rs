@@ -8,15 +8,17 @@ use stratavec_io::Backend;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Index directory (made by `stratavec build`).
     index_dir: PathBuf,
     /// Query vectors.
     queries: PathBuf,
     /// Ground truth (.ibin/.ivecs); without it recall is not reported.
     #[arg(long)]
     gt: Option<PathBuf>,
+    /// Neighbours to return per query; recall is recall@k.
     #[arg(short = 'k', default_value_t = 10)]
     k: usize,
-    /// Search list sizes to sweep, one row each.
+    /// Search list sizes to sweep, one row each (raised to k when below).
     #[arg(short = 'L', long = "complexity", num_args = 1.., default_values_t = [20, 50, 100, 200])]
     l: Vec<usize>,
     /// Reads per hop (DiskANN's beam width W). Default: the index profile's
@@ -85,6 +87,11 @@ struct Row {
 
 pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(crate::default_threads);
+    // Every argument is checked before any output or work: first what needs
+    // no index, then (after opening it) what does.
+    for &l in &a.l {
+        a.params(SearchParams::default(), l, threads).check()?;
+    }
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         io: a.io,
@@ -96,8 +103,14 @@ pub fn run(a: Args) -> Result<()> {
     let index = Index::open(&a.index_dir, &opts)?;
     let qfile = stratavec::data::open(&a.queries)?;
     qfile.check_dim(index.dim(), "index")?;
-    let queries = qfile.to_f32_vec();
     let nq = qfile.n();
+    for &l in &a.l {
+        index.check_search(
+            &a.params(index.search_defaults(a.page_search, a.pipeline), l, threads),
+            nq,
+        )?;
+    }
+    let queries = qfile.to_f32_vec();
     if let Some(radius) = a.radius {
         return run_range(&a, &index, &queries, qfile.dim(), radius, threads);
     }
@@ -114,6 +127,17 @@ pub fn run(a: Args) -> Result<()> {
             Some(gt)
         }
         None => None,
+    };
+    // Recall@k needs the true k nearest; a shallower ground truth leaves the
+    // column empty, and the note below the table says why.
+    let shallow = match (&a.gt, &gt) {
+        (Some(p), Some(gt)) if gt.k < a.k => Some(format!(
+            "note: recall@{k} needs ground truth of depth >= {k}; {} has depth {}",
+            p.display(),
+            gt.k,
+            k = a.k
+        )),
+        _ => None,
     };
     if !a.json {
         eprintln!(
@@ -132,7 +156,7 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     for &l in &a.l {
-        let params = a.params(&index, l.max(a.k), threads);
+        let params = a.params(index.search_defaults(a.page_search, a.pipeline), l, threads);
         let res = index
             .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
@@ -170,24 +194,37 @@ pub fn run(a: Args) -> Result<()> {
             eprintln!("warning: {} queries failed; first error: {e}", res.failed());
         }
     }
+    if let Some(note) = shallow {
+        eprintln!("{note}");
+    }
     Ok(())
 }
 
 impl Args {
-    /// The search parameters every row shares: the index's defaults (block
-    /// search for the starling profile, and the beam that suits its blocks)
-    /// under whatever was given.
-    fn params(&self, index: &Index, complexity: usize, threads: usize) -> SearchParams {
-        let base = index.search_defaults(self.page_search, self.pipeline);
-        SearchParams {
+    /// The search parameters of the row at list size `l` (raised to k for
+    /// k-NN, the starting window for range search): `base` (the index's
+    /// defaults: block search for the starling profile, and the beam that
+    /// suits its blocks) under whatever was given.
+    fn params(&self, base: SearchParams, l: usize, threads: usize) -> SearchParams {
+        let knn = SearchParams {
             k: self.k,
-            complexity,
+            complexity: l.max(self.k),
             threads,
             prune_ratio: self.prune_ratio,
             nav_complexity: self.nav_complexity,
             ..base
-        }
-        .with_io(self.beam_width, self.in_flight)
+        };
+        let p = match self.radius {
+            Some(radius) => SearchParams {
+                k: 1,
+                complexity: l,
+                radius: Some(radius),
+                range_phi: self.range_phi,
+                ..knn
+            },
+            None => knn,
+        };
+        p.with_io(self.beam_width, self.in_flight)
     }
 }
 
@@ -212,12 +249,7 @@ fn run_range(
         );
     }
     for &l in &a.l {
-        let params = SearchParams {
-            k: 1,
-            radius: Some(radius),
-            range_phi: a.range_phi,
-            ..a.params(index, l, threads)
-        };
+        let params = a.params(index.search_defaults(a.page_search, a.pipeline), l, threads);
         let res = index
             .search_batch(queries, dim, &params)
             .with_context(|| format!("range search at L={l}"))?;

@@ -54,6 +54,7 @@ pub struct Args {
     methods: Vec<Shuffle>,
     #[command(flatten)]
     tuning: ShuffleTuning,
+    /// One JSON object per shuffle method instead of text.
     #[arg(long)]
     json: bool,
 }

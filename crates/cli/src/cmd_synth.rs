@@ -7,16 +7,22 @@ use stratavec::synthetic::{clustered, SyntheticSpec};
 pub struct Args {
     /// Output directory: base.fbin, query.fbin, gt.ibin (top-100).
     out: PathBuf,
+    /// Base vectors.
     #[arg(long, default_value_t = 20_000)]
     n: usize,
+    /// Query vectors (drawn from the same clusters).
     #[arg(long, default_value_t = 1_000)]
     queries: usize,
+    /// Dimension.
     #[arg(long, default_value_t = 128)]
     dim: usize,
+    /// Gaussian clusters the vectors are drawn around.
     #[arg(long, default_value_t = 64)]
     clusters: usize,
+    /// Seed: the same seed gives the same files.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Threads for the exact ground truth (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
 }

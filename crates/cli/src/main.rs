@@ -81,3 +81,32 @@ fn main() {
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// `--help` of every subcommand but `bench` (whose options mirror
+    /// `build` and `search`) says what each argument and option is.
+    #[test]
+    fn every_argument_has_a_doc_line() {
+        let cli = Cli::command();
+        let mut missing = vec![];
+        for sub in cli.get_subcommands().filter(|s| s.get_name() != "bench") {
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if arg
+                    .get_help()
+                    .is_none_or(|h| h.to_string().trim().is_empty())
+                {
+                    missing.push(format!("{} {id}", sub.get_name()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no doc line: {missing:?}");
+    }
+}

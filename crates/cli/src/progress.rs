@@ -48,4 +48,13 @@ impl stratavec::progress::Progress for Bars {
             }
         }
     }
+
+    fn note(&self, msg: &str) {
+        // Above a bar that may be drawing, and on stderr like the bars, so
+        // stdout (the report, --json) stays clean.
+        match self.bar.lock().ok().as_ref().and_then(|g| g.as_ref()) {
+            Some(b) => b.suspend(|| eprintln!("note: {msg}")),
+            None => eprintln!("note: {msg}"),
+        }
+    }
 }

@@ -29,12 +29,13 @@ pub enum Error {
     },
 
     /// A file-system operation on a whole file or directory failed.
-    #[error("{op} {}: {source}", path.display())]
+    /// `cause` is in the message, not a `source()` (see `stratavec_io::IoError`:
+    /// a chain printer would repeat it).
+    #[error("{op} {}: {cause}", path.display())]
     File {
         op: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -70,12 +71,12 @@ impl Error {
                 ErrorKind::NotFound
             }
             Error::Index { .. } => ErrorKind::Corrupt,
-            Error::File { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::File { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::NotFound
             }
             Error::File { .. } => ErrorKind::Io,
             Error::Io(_) => ErrorKind::Io,
-            Error::Data(D::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::Data(D::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::NotFound
             }
             Error::Data(D::Io { .. }) => ErrorKind::Io,
@@ -113,7 +114,7 @@ impl Error {
         Error::File {
             op,
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     }
 }

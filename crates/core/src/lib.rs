@@ -19,7 +19,7 @@ pub mod util;
 
 pub use error::{Error, ErrorKind, Result};
 pub use index::{
-    build_from_file, build_index, BatchResult, BuildParams, BuildReport, Index, OpenOptions,
+    build_from_file, build_index, BatchResult, BuildParams, BuildReport, Index, OpenOptions, Unset,
 };
 pub use search::SearchParams;
 pub use stratavec_io::Backend;

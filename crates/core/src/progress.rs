@@ -8,6 +8,9 @@ pub trait Progress: Sync {
     fn set(&self, _done: u64) {}
     /// The current stage is over.
     fn finish(&self) {}
+    /// Something the user should know about the run, said once (a
+    /// parameter chosen for the data).
+    fn note(&self, _msg: &str) {}
 }
 
 /// Reports nothing.

@@ -103,7 +103,7 @@ fn ground_truth_errors() {
     let e = GroundTruth::new(2, 3, vec![0; 5], None)
         .unwrap_err()
         .to_string();
-    assert_mentions(&e, &["ids.len()", "2*3", "found 5"]);
+    assert_mentions(&e, &["number of ids", "2*3", "found 5"]);
     let bad = GroundTruth {
         nq: 2,
         k: 3,
@@ -113,7 +113,7 @@ fn ground_truth_errors() {
     let e = write_ibin(dir.path().join("w.ibin"), &bad)
         .unwrap_err()
         .to_string();
-    assert_mentions(&e, &["w.ibin", "dists.len()", "found 4"]);
+    assert_mentions(&e, &["w.ibin", "number of distances", "found 4"]);
 }
 
 #[test]

@@ -7,27 +7,31 @@ use std::path::PathBuf;
 /// Errors of block readers. A failed *read* reaches the caller as a
 /// [`crate::Completion`] carrying one of these; `push`/`submit`/`reap` return
 /// one only for a malformed request or a broken backend.
+///
+/// The OS error (`cause`) is part of the message and deliberately not a
+/// `source()`: a chain printer (anyhow's `{:#}`) would print it twice
+/// ("No such file or directory (os error 2): No such file or directory (os
+/// error 2)"), and callers that print only the message (Python, per-query
+/// errors) would lose it if it were only a source.
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
     /// The operating system refused a read (or a ring operation on its behalf).
-    #[error("{op} of {len} bytes at offset {offset} of {}: {source}", path.display())]
+    #[error("{op} of {len} bytes at offset {offset} of {}: {cause}", path.display())]
     Io {
         /// What was attempted, e.g. "pread", "io_uring read", "read (injected fault)".
         op: &'static str,
         path: PathBuf,
         offset: u64,
         len: u64,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     /// A whole-file operation failed: open, size query, reading a file into RAM.
-    #[error("{op} {}: {source}", path.display())]
+    #[error("{op} {}: {cause}", path.display())]
     File {
         op: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     /// A read starting at or past the end of the file: there is no byte to
@@ -84,7 +88,7 @@ impl IoError {
     /// The OS error number behind this error, if there is one (EIO, EINVAL, ...).
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
-            IoError::Io { source, .. } | IoError::File { source, .. } => source.raw_os_error(),
+            IoError::Io { cause, .. } | IoError::File { cause, .. } => cause.raw_os_error(),
             _ => None,
         }
     }
@@ -113,7 +117,7 @@ mod tests {
             path: PathBuf::from("/x/pages.bin"),
             offset: 8192,
             len: 4096,
-            source: std::io::Error::from_raw_os_error(libc::EIO),
+            cause: std::io::Error::from_raw_os_error(libc::EIO),
         };
         assert!(e
             .to_string()

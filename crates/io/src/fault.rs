@@ -88,7 +88,7 @@ impl<R: BlockReader> BlockReader for FaultyReader<R> {
                 path: self.path.clone(),
                 offset,
                 len: u64::from(len),
-                source: std::io::Error::from_raw_os_error(libc::EIO),
+                cause: std::io::Error::from_raw_os_error(libc::EIO),
             });
         }
         Ok(n)

@@ -138,7 +138,7 @@ pub fn open_reader(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockRea
             let data = std::fs::read(path).map_err(|source| IoError::File {
                 op: "read into memory",
                 path: p.clone(),
-                source,
+                cause: source,
             })?;
             Box::new(RamReader::new(Arc::from(data), p, slots, slot_bytes)?)
         }
@@ -159,7 +159,7 @@ fn auto(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockReader>, IoErr
         let dup = file.try_clone().map_err(|source| IoError::File {
             op: "dup",
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
         let p = path.to_path_buf();
         match UringReader::new(dup, p, direct, opts.slots, opts.slot_bytes, sqpoll) {
@@ -214,7 +214,7 @@ fn open_plain(path: &Path) -> Result<File, IoError> {
     File::open(path).map_err(|source| IoError::File {
         op: "open",
         path: path.into(),
-        source,
+        cause: source,
     })
 }
 
@@ -237,7 +237,7 @@ fn open_direct(path: &Path) -> Result<File, IoError> {
             return Err(IoError::File {
                 op: "open (O_DIRECT)",
                 path: path.into(),
-                source,
+                cause: source,
             })
         }
     };
@@ -255,7 +255,7 @@ fn open_direct(path: &Path) -> Result<File, IoError> {
                     path: path.into(),
                     offset: 0,
                     len: DIRECT_ALIGN as u64,
-                    source,
+                    cause: source,
                 })
             }
         }
@@ -269,7 +269,7 @@ pub(crate) fn file_size(file: &File, path: &Path) -> Result<u64, IoError> {
     f.seek(SeekFrom::End(0)).map_err(|source| IoError::File {
         op: "size of",
         path: path.into(),
-        source,
+        cause: source,
     })
 }
 
@@ -283,7 +283,7 @@ pub(crate) fn check_direct_flag(file: &File, path: &Path, direct: bool) -> Resul
         return Err(IoError::File {
             op: "fcntl(F_GETFL) on",
             path: path.into(),
-            source,
+            cause: source,
         });
     }
     let is_direct = flags & libc::O_DIRECT != 0;

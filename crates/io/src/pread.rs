@@ -77,7 +77,7 @@ impl PreadReader {
                         path: self.table.path().to_path_buf(),
                         offset: pos,
                         len: (len - done) as u64,
-                        source,
+                        cause: source,
                     })
                 }
             }

@@ -91,7 +91,7 @@ fn one_thread(path: &Path, p: &ProbeParams, seed: u64) -> Result<ThreadCount, Io
         .map_err(|e| IoError::File {
             op: "stat",
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         })?
         .len();
     let blocks = (size / p.block_bytes as u64).max(1);

@@ -193,7 +193,7 @@ impl UringReader {
         IoError::File {
             op: "io_uring_enter on the ring reading",
             path: self.table.path().into(),
-            source,
+            cause: source,
         }
     }
 
@@ -285,7 +285,7 @@ impl UringReader {
                 path: self.table.path().to_path_buf(),
                 offset,
                 len,
-                source: std::io::Error::from_raw_os_error(errno),
+                cause: std::io::Error::from_raw_os_error(errno),
             };
             out.extend(self.table.finish(slot, Some(err), file_size));
             return Ok(Cqe::Completed);

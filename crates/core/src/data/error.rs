@@ -7,12 +7,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// An operating-system call failed; `op` says which ("open", "mmap", "write", ...).
-    #[error("{}: cannot {op}: {source}", path.display())]
+    /// `cause` is in the message, not a `source()` (see `stratavec_io::IoError`:
+    /// a chain printer would repeat it).
+    #[error("{}: cannot {op}: {cause}", path.display())]
     Io {
         path: PathBuf,
         op: &'static str,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     #[error("{}: empty file (0 bytes)", path.display())]
@@ -143,7 +144,7 @@ impl DataError {
         DataError::Io {
             path: path.to_path_buf(),
             op,
-            source,
+            cause: source,
         }
     }
 

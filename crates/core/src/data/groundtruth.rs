@@ -37,7 +37,7 @@ impl GroundTruth {
         if want != Some(ids.len()) {
             return Err(DataError::argument(
                 "ground truth",
-                "ids.len()",
+                "number of ids",
                 format!("nq*k = {nq}*{k}"),
                 ids.len(),
             ));
@@ -46,7 +46,7 @@ impl GroundTruth {
             if want != Some(d.len()) {
                 return Err(DataError::argument(
                     "ground truth",
-                    "dists.len()",
+                    "number of distances",
                     format!("nq*k = {nq}*{k}"),
                     d.len(),
                 ));
@@ -195,7 +195,7 @@ fn check(path: &Path, gt: &GroundTruth) -> Result<(), DataError> {
     if gt.ids.len() != m {
         return Err(DataError::invalid(
             path,
-            "ids.len()",
+            "number of ids",
             format!("nq*k = {m}"),
             gt.ids.len(),
         ));
@@ -203,7 +203,7 @@ fn check(path: &Path, gt: &GroundTruth) -> Result<(), DataError> {
     match &gt.dists {
         Some(d) if d.len() != m => Err(DataError::invalid(
             path,
-            "dists.len()",
+            "number of distances",
             format!("nq*k = {m}"),
             d.len(),
         )),

@@ -36,7 +36,8 @@ where
     B: VectorRows + ?Sized,
     Q: VectorRows + ?Sized,
 {
-    const CTX: &str = "brute_force_knn";
+    // Named for what the user asked for (`stratavec gt`), not this function.
+    const CTX: &str = "exact ground truth";
     let (n, nq, dim) = (base.n(), queries.n(), base.dim());
     if queries.dim() != dim {
         return Err(DataError::argument(

@@ -26,7 +26,7 @@ pub enum Format {
 }
 
 const EXTENSIONS: &str =
-    ".fbin, .u8bin, .i8bin, .fvecs, .bvecs, .npy (ground truth: .ibin, .ivecs via GroundTruth::read)";
+    ".fbin, .u8bin, .i8bin, .fvecs, .bvecs, .npy (.ibin and .ivecs hold ground truth, not vectors: pass them as --gt)";
 
 impl Format {
     pub fn from_path(path: &Path) -> Result<Format, DataError> {

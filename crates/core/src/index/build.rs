@@ -3,6 +3,7 @@
 //! a temporary sibling directory and committed at the end.
 
 use super::commit::{file_entry, Staging};
+use super::fit::{fit, Unset};
 use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
 use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
@@ -77,6 +78,11 @@ pub struct BuildParams {
     /// `None`: the data's own type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<DType>,
+    /// Parameters the caller left to the build, which picks them to fit the
+    /// data (`index::fit`). Never written: the manifest holds the values
+    /// used, and its `chosen` says why where they differ from the defaults.
+    #[serde(skip)]
+    pub unset: Unset,
 }
 
 fn default_nav_degree() -> usize {
@@ -165,6 +171,7 @@ impl Default for BuildParams {
             nav_sample: 0.0,
             nav_degree: 32,
             store: None,
+            unset: Unset::default(),
         }
     }
 }
@@ -191,6 +198,10 @@ pub struct BuildReport {
     /// OR(G) of id order and after each shuffle stage (Starling eq. 5).
     #[serde(default)]
     pub shuffle: Option<ShuffleReport>,
+    /// Parameters the build chose for the data because the caller left them
+    /// unset, with why (also in the manifest); empty when the defaults fit.
+    #[serde(default)]
+    pub chosen: BTreeMap<String, String>,
 }
 
 pub const BUILD_REPORT: &str = "build_report.json";
@@ -339,7 +350,13 @@ pub fn build_index(
     let dim = data.dim();
     let n = data.elems().len() / dim;
     let data_dtype = data.elems().dtype();
+    // Every check that the parameters can work runs here, before any work.
+    let (params, chosen) = fit(params, n, dim, data_dtype)?;
+    let params = &params;
     check_params(params, n, dim, data_dtype)?;
+    for (field, why) in &chosen {
+        progress.note(&format!("{field} = {why}"));
+    }
     // What the records hold (the manifest's dtype).
     let dtype = stored_dtype(params.store, data_dtype)?;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -351,6 +368,7 @@ pub fn build_index(
         n,
         dim,
         threads: threads.max(1),
+        chosen: chosen.clone(),
         ..Default::default()
     };
     let staging = Staging::new(dir)?;
@@ -541,6 +559,7 @@ pub fn build_index(
         medoid: graph.medoid,
         graph_mean_degree: gstats.mean_degree,
         files,
+        chosen,
     };
     let mpath = staging.dir.join(MANIFEST);
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;

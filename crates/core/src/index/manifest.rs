@@ -28,7 +28,8 @@ pub struct Manifest {
     pub dim: usize,
     pub n: usize,
     pub metric: Metric,
-    /// Every build parameter, as given (after defaults were applied).
+    /// Every build parameter, as used: given, or fitted to the data where
+    /// left unset (`chosen` says which and why).
     pub build: crate::index::build::BuildParams,
     pub layout: String,
     pub page_size: usize,
@@ -36,6 +37,10 @@ pub struct Manifest {
     pub medoid: u32,
     pub graph_mean_degree: f64,
     pub files: BTreeMap<String, FileEntry>,
+    /// Build parameters chosen to fit the data because the caller left them
+    /// unset (`index::fit`), with why; absent when the defaults fit.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chosen: BTreeMap<String, String>,
 }
 
 impl Manifest {

@@ -2,6 +2,7 @@
 pub mod build;
 pub mod cache_load;
 pub mod commit;
+pub mod fit;
 pub mod graph_file;
 pub mod manifest;
 pub mod open;
@@ -9,5 +10,6 @@ pub mod placement;
 pub mod relayout;
 
 pub use build::{build_from_file, build_index, BuildParams, BuildReport};
+pub use fit::Unset;
 pub use manifest::{Manifest, FORMAT_VERSION};
 pub use open::{BatchResult, FaultPredicate, Index, OpenOptions};

@@ -407,11 +407,11 @@ impl Index {
         }
     }
 
-    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<usize> {
-        let dim = self.dim();
-        if params.k == 0 {
-            return Err(Error::argument("k", "at least 1", 0));
-        }
+    /// Whether `params` can search this index with `nq` queries: every check
+    /// [`Index::search_batch`] makes that needs no query values, so a caller
+    /// can validate all its arguments before any output or work.
+    pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
+        params.check()?;
         if params.k > self.len() {
             return Err(Error::argument(
                 "k",
@@ -419,34 +419,36 @@ impl Index {
                 params.k,
             ));
         }
-        if params.complexity < params.k {
+        self.check_buffers(params, nq)
+    }
+
+    /// The I/O buffers a search of `nq` queries needs fit those reserved at open.
+    fn check_buffers(&self, params: &SearchParams, nq: usize) -> Result<()> {
+        let threads = params.threads.max(1).min(nq.max(1));
+        let in_flight = params.in_flight.max(1);
+        let slots = read_slots(in_flight, params.beam_width);
+        let need = threads * slots * self.layout.max_span_bytes();
+        if need > self.buffer_bytes {
             return Err(Error::argument(
-                "complexity (L)",
-                format!("at least k = {}", params.k),
-                params.complexity,
+                format!("I/O buffers for this search (threads x min(in_flight x beam_width, {READ_SLOTS}) x page)"),
+                format!(
+                    "at most the {} bytes of I/O buffers reserved when the index was opened \
+                     (search with fewer threads or queries in flight, or open it for more)",
+                    self.buffer_bytes
+                ),
+                format!(
+                    "{threads} x min({in_flight} x {}, {READ_SLOTS}) x {} = {need} bytes",
+                    params.beam_width,
+                    self.layout.max_span_bytes()
+                ),
             ));
         }
-        if let Some(r) = params.radius {
-            if !r.is_finite() {
-                return Err(Error::argument("radius", "a finite distance", r));
-            }
-            if !(params.range_phi > 0.0 && params.range_phi <= 1.0) {
-                return Err(Error::argument("range_phi", "in (0, 1]", params.range_phi));
-            }
-        }
-        if params.beam_width == 0 || params.beam_width > 64 {
-            return Err(Error::argument("beam width", "1..=64", params.beam_width));
-        }
-        if params.nav_complexity == 0 {
-            return Err(Error::argument("nav_complexity", "at least 1", 0));
-        }
-        if !(0.0..=1.0).contains(&params.prune_ratio) {
-            return Err(Error::argument(
-                "prune_ratio (σ)",
-                "in [0, 1]",
-                params.prune_ratio,
-            ));
-        }
+        Ok(())
+    }
+
+    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<usize> {
+        let dim = self.dim();
+        self.check_search(params, (queries.len() / dim).max(1))?;
         if queries.is_empty() || !queries.len().is_multiple_of(dim) {
             return Err(Error::argument(
                 "queries",
@@ -531,21 +533,6 @@ impl Index {
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
         let slots = read_slots(in_flight, params.beam_width);
-        let need = threads * slots * self.layout.max_span_bytes();
-        if need > self.buffer_bytes {
-            return Err(Error::argument(
-                "I/O buffers for this search (threads x min(in_flight x beam_width, READ_SLOTS) x page)",
-                format!(
-                    "at most the {} bytes reserved at open (OpenOptions reserve_*)",
-                    self.buffer_bytes
-                ),
-                format!(
-                    "{threads} x min({in_flight} x {}, {READ_SLOTS}) x {} = {need} bytes",
-                    params.beam_width,
-                    self.layout.max_span_bytes()
-                ),
-            ));
-        }
         let ctx = self.context(params);
         let mut readers = Vec::with_capacity(threads);
         for _ in 0..threads {

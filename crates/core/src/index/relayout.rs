@@ -28,6 +28,37 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
 
+/// Blocks of the source's page size must hold two records; checked from
+/// the manifest before the graph is read (`index::fit` does the same for a
+/// build), with the largest degree the graph can have.
+fn check_blocks(m: &Manifest, store: Option<DType>) -> Result<()> {
+    let stored = super::build::stored_dtype(store, m.dtype)?;
+    let degree = m.build.graph_degree.min(m.n.saturating_sub(1));
+    let largest = blocked::largest_entry(m.dim, stored, m.n, degree);
+    if blocked::holds_two(m.page_size, largest) {
+        return Ok(());
+    }
+    let f16 = if stored == DType::F32 {
+        ", or relayout with --store f16"
+    } else {
+        ""
+    };
+    Err(Error::argument(
+        "page_size",
+        format!(
+            "pages that hold at least 2 shuffled records of {largest} bytes ({} x {stored} and \
+             {degree} neighbours); relayout keeps the source's pages (build with --profile \
+             starling, which picks the page size{f16})",
+            m.dim
+        ),
+        format!(
+            "{} per {}-byte page",
+            (m.page_size - 2) / largest,
+            m.page_size
+        ),
+    ))
+}
+
 /// Writes `dst`, the index at `src` with its records shuffled by `params`
 /// and, when `store` is f16 and the source f32, its vectors stored as f16.
 /// `src` is left as it is; a failure leaves `dst` as it was.
@@ -51,6 +82,7 @@ pub fn relayout(
     if params.method == Shuffle::None {
         return Err(Error::argument("shuffle", "bnp, bnf or bns", "none"));
     }
+    check_blocks(&manifest, store)?;
     let mut stages = Vec::new();
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
@@ -192,6 +224,7 @@ pub fn relayout(
             .and_then(|t| serde_json::from_str::<BuildReport>(&t).ok())
             .map_or(0, |r| r.duplicate_links),
         shuffle: Some(report),
+        chosen: manifest.chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;

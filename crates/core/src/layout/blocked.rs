@@ -47,10 +47,23 @@ const COUNT_BYTES: usize = 2;
 /// Bytes of one directory entry.
 const DIR_BYTES: usize = 4;
 
+/// Bytes a block gives to the largest record of a node with `max_degree`
+/// neighbours among `n` nodes (record and directory entry).
+pub fn largest_entry(dim: usize, dtype: DType, n: usize, max_degree: usize) -> usize {
+    DIR_BYTES + packed_len(dim * dtype.size(), max_degree, id_bits(n))
+}
+
+/// Whether a `page_size` block holds two records of `largest` bytes: one
+/// record per page leaves nothing to place together.
+pub fn holds_two(page_size: usize, largest: usize) -> bool {
+    2 * largest <= page_size - COUNT_BYTES
+}
+
 /// What a block holds and what each node's record (with its directory
 /// entry) costs of it, for the shuffles; an error when a block cannot hold
-/// two of the largest records (one record per page leaves nothing to place
-/// together).
+/// two of the largest records. The build checks this before any work
+/// (`index::fit`) with the largest degree the graph can have; this is the
+/// check on the graph itself.
 pub fn capacity(
     page_size: usize,
     dim: usize,
@@ -61,12 +74,12 @@ pub fn capacity(
     let bits = id_bits(lists.len());
     let block = page_size - COUNT_BYTES;
     let max_degree = lists.iter().map(Vec::len).max().unwrap_or(0);
-    let largest = DIR_BYTES + packed_len(vb, max_degree, bits);
-    if 2 * largest > block {
+    let largest = largest_entry(dim, dtype, lists.len(), max_degree);
+    if !holds_two(page_size, largest) {
         return Err(crate::error::Error::argument(
-            "shuffle",
+            "page_size",
             format!(
-                "pages that hold at least 2 records of {largest} bytes (use --page-size 8192 or 16384)"
+                "pages that hold at least 2 shuffled records of {largest} bytes (use --page-size 8192 or 16384)"
             ),
             format!("{} per {page_size}-byte page", block / largest),
         ));
@@ -345,6 +358,6 @@ mod tests {
         let e = capacity(4096, 1024, DType::F32, &lists)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("at least 2 records"), "{e}");
+        assert!(e.contains("at least 2 shuffled records"), "{e}");
     }
 }

@@ -98,6 +98,45 @@ impl Default for SearchParams {
 }
 
 impl SearchParams {
+    /// The checks that need no index: a caller can run them on its
+    /// arguments before opening anything ([`crate::Index::check_search`]
+    /// adds those that need the index).
+    pub fn check(&self) -> crate::Result<()> {
+        use crate::Error;
+        if self.k == 0 {
+            return Err(Error::argument("k", "at least 1", 0));
+        }
+        if self.complexity < self.k {
+            return Err(Error::argument(
+                "complexity (L)",
+                format!("at least k = {}", self.k),
+                self.complexity,
+            ));
+        }
+        if let Some(r) = self.radius {
+            if !r.is_finite() {
+                return Err(Error::argument("radius", "a finite distance", r));
+            }
+            if !(self.range_phi > 0.0 && self.range_phi <= 1.0) {
+                return Err(Error::argument("range_phi", "in (0, 1]", self.range_phi));
+            }
+        }
+        if self.beam_width == 0 || self.beam_width > 64 {
+            return Err(Error::argument("beam width", "1..=64", self.beam_width));
+        }
+        if self.nav_complexity == 0 {
+            return Err(Error::argument("nav_complexity", "at least 1", 0));
+        }
+        if !(0.0..=1.0).contains(&self.prune_ratio) {
+            return Err(Error::argument(
+                "prune_ratio (σ)",
+                "in [0, 1]",
+                self.prune_ratio,
+            ));
+        }
+        Ok(())
+    }
+
     /// The defaults of an index's profile: the starling profile searches
     /// block by block with the pipeline on (Starling §4.2).
     pub fn for_profile(profile: &str) -> Self {

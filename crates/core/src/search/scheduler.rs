@@ -187,7 +187,7 @@ where
                         path: ctx.pages_path.to_path_buf(),
                         offset: span.offset,
                         len: span.len as u64,
-                        source: std::io::Error::new(
+                        cause: std::io::Error::new(
                             std::io::ErrorKind::UnexpectedEof,
                             format!("short read: expected {} bytes, found {n}", span.len),
                         ),
