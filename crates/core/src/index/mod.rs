@@ -3,6 +3,7 @@ pub mod build;
 pub mod cache_load;
 pub mod commit;
 pub mod graph_file;
+pub mod interrupt;
 pub mod manifest;
 pub mod open;
 pub mod placement;
