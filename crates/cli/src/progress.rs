@@ -2,6 +2,7 @@
 //! a terminal, so logs and pipes stay clean.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
 use std::sync::Mutex;
 
 #[derive(Default)]
@@ -48,4 +49,27 @@ impl stratavec::progress::Progress for Bars {
             }
         }
     }
+
+    /// Set by the SIGINT/SIGTERM handler that `build` installs
+    /// (`stratavec_io::signals`); never true for commands that install none.
+    fn cancelled(&self) -> bool {
+        stratavec_io::signals::caught().is_some()
+    }
+}
+
+/// Ends a build stopped by a signal: one line, and the shell's status for
+/// death by that signal (128 + its number: 130 for SIGINT, 143 for SIGTERM).
+/// The build has already removed its staging directory.
+pub fn exit_interrupted(index_dir: &Path) -> ! {
+    let sig = stratavec_io::signals::caught().unwrap_or(2);
+    let name = match sig {
+        2 => "SIGINT",
+        15 => "SIGTERM",
+        _ => "a signal",
+    };
+    eprintln!(
+        "stratavec: build stopped by {name}; nothing was written to {} (a previous index there is unchanged)",
+        index_dir.display()
+    );
+    std::process::exit(128 + sig)
 }
