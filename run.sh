@@ -12,6 +12,7 @@ command -v cargo >/dev/null || { echo "run.sh: cargo not found; install Rust (ru
 echo "== building stratavec (cargo build --release; a few minutes the first time)"
 cargo build --release -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
 echo "== binary: $bin (not on PATH; 'cargo install --path crates/cli' puts stratavec in ~/.cargo/bin)"
 if data=$(scripts/wordnet.sh "$which"); then
   label="wordnet-minilm ($which, real)"
