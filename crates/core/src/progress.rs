@@ -14,8 +14,10 @@ pub trait Progress: Sync {
     fn set(&self, _done: u64) {}
     /// The current stage is over.
     fn finish(&self) {}
-    /// Whether the caller asked the work to stop. Polled often (once per
-    /// page written, per point inserted): keep it an atomic load.
+    /// Whether the caller asked the work to stop. Once true it must stay
+    /// true: a loop that stopped early leaves a partial result, which the
+    /// build discards because it asks again. Polled often (once per page
+    /// written, per point inserted): keep it an atomic load.
     fn cancelled(&self) -> bool {
         false
     }

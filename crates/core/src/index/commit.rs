@@ -121,9 +121,9 @@ impl Drop for Staging {
     }
 }
 
-/// Whether a process with this id exists (a zombie counts: its staging
-/// directory may still be in use by nobody, but erring towards keeping it
-/// is safe). Linux, like the rest of the engine.
+/// Whether a process with this id exists. Errs towards "alive" (a zombie,
+/// or an unrelated process that reused the id, keeps a stale directory a
+/// while longer), never the other way. Linux, like the rest of the engine.
 fn process_alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
