@@ -9,8 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 which=${1:-20k}
 command -v cargo >/dev/null || { echo "run.sh: cargo not found; install Rust (rustup) first" >&2; exit 1; }
-cargo build --release -q -p stratavec-cli
-bin=target/release/stratavec
+echo "== building stratavec (cargo build --release; a few minutes the first time)"
+cargo build --release -p stratavec-cli
+bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+echo "== binary: $bin (not on PATH; 'cargo install --path crates/cli' puts stratavec in ~/.cargo/bin)"
 if data=$(scripts/wordnet.sh "$which"); then
   label="wordnet-minilm ($which, real)"
 else

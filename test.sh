@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # All tests: formatting and lints, Rust unit/property/integration tests
 # (including the real-data test on the wordnet-minilm 20k subset, skipped with
-# a message when ../shared is absent), and the Python package's tests.
+# a message when ../shared is absent), the Python package's tests, and
+# builds interrupted by signals at every stage (tests/interrupts.py).
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p .cache
@@ -36,3 +37,7 @@ step "python tests"
 # maturin develop builds the extension into the venv (release, like users get).
 VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --release -q -m python/Cargo.toml
 "$venv/bin/python" -m pytest -q python/tests benchmarks/peers/tests benchmarks/tests
+
+step "interrupted builds (tests/interrupts.py)"
+cargo build -q -p stratavec-cli
+"$venv/bin/python" tests/interrupts.py --bin "${CARGO_TARGET_DIR:-target}/debug/stratavec"

@@ -9,13 +9,14 @@ use numpy::ndarray::Array2;
 use numpy::prelude::*;
 use numpy::{PyArray2, PyArrayDescr, PyArrayDyn, PyUntypedArray};
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyOSError, PyTypeError, PyValueError,
+    PyFileExistsError, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError,
+    PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use stratavec::data::{DataError, Metric, Vectors};
-use stratavec::progress::Silent;
+mod interrupt;
 use stratavec::{BatchResult, BuildParams, Error, ErrorKind, OpenOptions, SearchParams};
 
 // ---------------------------------------------------------------------------
@@ -49,6 +50,7 @@ fn to_py(e: Error) -> PyErr {
         ErrorKind::AlreadyExists => PyFileExistsError::new_err(msg),
         ErrorKind::NotFound => os_error(errno, true, msg),
         ErrorKind::Io => os_error(errno, false, msg),
+        ErrorKind::Cancelled => PyKeyboardInterrupt::new_err(msg),
     }
 }
 
@@ -260,9 +262,11 @@ fn build_index<'py>(
     // A path: the engine maps and validates the file itself.
     if !data.is_instance_of::<PyUntypedArray>() {
         if let Ok(path) = data.extract::<PathBuf>() {
-            let report = py
-                .detach(|| stratavec::build_from_file(&path, &index_dir, &params, threads, &Silent))
-                .map_err(to_py)?;
+            let report = interrupt::run(
+                py,
+                |stop| stratavec::build_from_file(&path, &index_dir, &params, threads, stop),
+                to_py,
+            )?;
             return report_dict(py, &report);
         }
         if data.is_instance_of::<pyo3::types::PyBytes>() {
@@ -298,31 +302,42 @@ fn build_index<'py>(
             // The array stays borrowed (not copied) while the GIL is released;
             // like every numpy-consuming extension, this relies on Python code
             // not writing to it meanwhile.
-            py.detach(|| -> stratavec::Result<_> {
-                let v = Vectors::f32(slice, dim)?;
-                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
-            })
+            interrupt::run(
+                py,
+                |stop| {
+                    let v = Vectors::f32(slice, dim)?;
+                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                },
+                to_py,
+            )
         }
         Elem::U8 => {
             let a = contiguous(py, &arr, "uint8")?.cast_into::<PyArray2<u8>>()?;
             let ro = a.readonly();
             let slice = ro.as_slice()?;
-            py.detach(|| -> stratavec::Result<_> {
-                let v = Vectors::u8(slice, dim)?;
-                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
-            })
+            interrupt::run(
+                py,
+                |stop| {
+                    let v = Vectors::u8(slice, dim)?;
+                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                },
+                to_py,
+            )
         }
         Elem::I8 => {
             let a = contiguous(py, &arr, "int8")?.cast_into::<PyArray2<i8>>()?;
             let ro = a.readonly();
             let slice = ro.as_slice()?;
-            py.detach(|| -> stratavec::Result<_> {
-                let v = Vectors::i8(slice, dim)?;
-                stratavec::build_index(v, &source, &index_dir, &params, threads, &Silent)
-            })
+            interrupt::run(
+                py,
+                |stop| {
+                    let v = Vectors::i8(slice, dim)?;
+                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                },
+                to_py,
+            )
         }
-    }
-    .map_err(to_py)?;
+    }?;
     report_dict(py, &report)
 }
 

@@ -144,6 +144,10 @@ def build_index(
         ``data`` is a path that does not exist.
     FileExistsError
         ``index_dir`` holds something other than a stratavec index.
+    KeyboardInterrupt
+        Ctrl-C (or whatever a signal handler raises) stops the build within
+        a fraction of a second; the partial build is removed and a previous
+        index at ``index_dir`` is left as it was.
     """
     return _stratavec.build_index(
         data,

@@ -5,6 +5,7 @@ naming the offending value."""
 
 import os
 import pathlib
+import signal
 import threading
 import time
 
@@ -231,6 +232,27 @@ def test_rebuild_replaces_index(tmp_path):
     stratavec.build_index(x, tmp_path / "i", **p)
     stratavec.build_index(x[:200], tmp_path / "i", **p)
     assert len(stratavec.Index.open(tmp_path / "i")) == 200
+
+
+def test_ctrl_c_stops_build(tmp_path, monkeypatch):
+    """Ctrl-C during build_index raises KeyboardInterrupt at once (it used
+    to wait for the build to finish and install the index), leaving the
+    previous index and no staging directory. The engine's test hook holds
+    the build at its graph stage; a timer sends this process SIGINT."""
+    x = clustered(1000, 8, seed=4)
+    p = dict(graph_degree=8, complexity=16, pq_bytes=4, threads=2)
+    stratavec.build_index(x, tmp_path / "i", **p)
+    before = (tmp_path / "i" / "manifest.json").read_bytes()
+    monkeypatch.setenv("STRATAVEC_TEST_PAUSE_AT", "graph")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    t = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        stratavec.build_index(x[:500], tmp_path / "i", **p)
+    assert time.monotonic() - t < 2.5
+    assert sorted(e.name for e in tmp_path.iterdir()) == ["i"]
+    assert (tmp_path / "i" / "manifest.json").read_bytes() == before
+    assert len(stratavec.Index.open(tmp_path / "i")) == 1000
 
 
 # --------------------------------------------------------------------------

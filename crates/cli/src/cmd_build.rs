@@ -108,8 +108,17 @@ pub fn run(a: Args) -> Result<()> {
         ..base
     };
     let threads = a.threads.unwrap_or_else(crate::default_threads);
-    let report =
-        stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &Bars::default())?;
+    // Ctrl-C and SIGTERM stop the build cleanly (`Bars::cancelled`) instead
+    // of killing it with its staging directory left behind.
+    stratavec_io::signals::catch_interrupts()?;
+    let bars = Bars::default();
+    let report = match stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &bars) {
+        Err(e) if e.kind() == stratavec::ErrorKind::Cancelled => {
+            stratavec::progress::Progress::finish(&bars);
+            crate::progress::exit_interrupted(&a.index_dir)
+        }
+        r => r?,
+    };
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());

@@ -37,6 +37,11 @@ pub enum Error {
         path: PathBuf,
         cause: std::io::Error,
     },
+
+    /// The caller asked the work to stop (`Progress::cancelled`: Ctrl-C,
+    /// SIGTERM); nothing it had staged is left behind.
+    #[error("{what}: stopped on request (interrupt or termination signal) before it finished; the previous index, if any, is untouched")]
+    Cancelled { what: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -55,6 +60,8 @@ pub enum ErrorKind {
     Corrupt,
     /// The operating system failed a read, write or other call.
     Io,
+    /// The caller asked the work to stop.
+    Cancelled,
 }
 
 impl Error {
@@ -81,6 +88,7 @@ impl Error {
             }
             Error::Data(D::Io { .. }) => ErrorKind::Io,
             Error::Data(_) => ErrorKind::InvalidArgument,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 

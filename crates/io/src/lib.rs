@@ -21,6 +21,7 @@ mod open;
 mod pread;
 pub mod probe;
 mod ram;
+pub mod signals;
 mod slots;
 mod uring;
 

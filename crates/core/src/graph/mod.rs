@@ -10,4 +10,4 @@ pub mod two_hop;
 pub mod vamana;
 
 pub use space::BuildSpace;
-pub use vamana::{build, BuildStats, Graph, VamanaParams};
+pub use vamana::{build, build_until, BuildStats, Graph, VamanaParams};

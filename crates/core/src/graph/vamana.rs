@@ -12,6 +12,7 @@ use super::greedy::{search_to_point, Scratch};
 use super::medoid::medoid;
 use super::prune::{robust_prune, PruneScratch as Occlusion};
 use super::space::BuildSpace;
+use crate::progress::Stop;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -84,6 +85,18 @@ pub fn build(
     params: &VamanaParams,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> (Graph, BuildStats) {
+    build_until(space, params, progress, &crate::progress::never).expect("never stopped")
+}
+
+/// [`build`] that polls `stop` for every point it inserts (a batch is up
+/// to 2% of n: minutes of work on a large set) and returns `None` as soon
+/// as it says so.
+pub fn build_until(
+    space: &BuildSpace,
+    params: &VamanaParams,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    stop: &Stop,
+) -> Option<(Graph, BuildStats)> {
     let t0 = Instant::now();
     let n = space.n();
     let r = params.degree;
@@ -114,7 +127,11 @@ pub fn build(
                 params,
                 alpha,
                 r,
+                stop,
             );
+            if stop() {
+                return None;
+            }
             batches += 1;
             done = end;
             // Prefix doubling only in the first pass, when the graph is young.
@@ -127,6 +144,9 @@ pub fn build(
         }
     }
     final_prune(space, &mut lists, params.alpha, r);
+    if stop() {
+        return None;
+    }
     let copies = super::duplicates::groups(space);
     let duplicate_links = super::duplicates::link_copies(&mut lists, &copies, r);
     let graph = Graph {
@@ -140,7 +160,7 @@ pub fn build(
         mean_degree: graph.mean_degree(),
         duplicate_links,
     };
-    (graph, stats)
+    Some((graph, stats))
 }
 
 /// DiskANN lets a list grow to 1.3 R before pruning it back to R
@@ -180,6 +200,7 @@ struct PruneScratch {
     out: Vec<u32>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn insert_batch(
     space: &BuildSpace,
     lists: &mut [Vec<u32>],
@@ -188,12 +209,17 @@ fn insert_batch(
     params: &VamanaParams,
     alpha: f32,
     r: usize,
+    stop: &Stop,
 ) {
     // 1. Each point searches the frozen graph and prunes its own list.
     let frozen: &[Vec<u32>] = lists;
     let new_lists: Vec<Vec<u32>> = batch
         .par_iter()
         .map_init(PruneScratch::default, |s, &p| {
+            // Stopped: the lists are thrown away, skip the work.
+            if stop() {
+                return Vec::new();
+            }
             search_to_point(space, frozen, start, p, params.complexity, &mut s.search);
             let mut pool = std::mem::take(&mut s.search.expanded);
             for &nb in &frozen[p as usize] {

@@ -2,14 +2,15 @@
 //! training and encoding → Vamana graph → disk layout → manifest, all staged in
 //! a temporary sibling directory and committed at the end.
 
-use super::commit::{file_entry, Staging};
+use super::commit::{file_entry_until, Staging};
 use super::fit::{fit, Unset};
+use super::interrupt::{cancelled, checkpoint, unless_cancelled, StopWriter};
 use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
 use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
-use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams, ShuffleReport};
+use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
 use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
 use crate::progress::Progress;
 use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
@@ -372,6 +373,8 @@ pub fn build_index(
         ..Default::default()
     };
     let staging = Staging::new(dir)?;
+    // Polled by the long loops; `checkpoint` also polls it between stages.
+    let stop = || progress.cancelled();
     // Each stage's own time: `within` is the time of stages nested in it
     // (the shuffle and the navigation graph run inside the write stage).
     let mut stage = |name: &str, t: Instant, within: f64| {
@@ -382,6 +385,7 @@ pub fn build_index(
 
     // 1. The f32 view the build works on: borrowed when possible; cosine data
     //    normalised once (the stored vectors are the normalised ones too).
+    checkpoint(progress, dir, "prepare")?;
     let t = Instant::now();
     let f32_data: Cow<[f32]> = pool.install(|| -> Result<Cow<[f32]>> {
         let mut v = data.elems().to_f32();
@@ -400,6 +404,7 @@ pub fn build_index(
     stage("prepare", t, 0.0);
 
     // 2. PQ codebook and codes.
+    checkpoint(progress, dir, "pq")?;
     let t = Instant::now();
     progress.stage("train PQ", 0);
     let pq_params = PqTrainParams {
@@ -408,17 +413,19 @@ pub fn build_index(
         iters: params.pq_iters,
         seed: params.seed,
     };
-    let (codebook, codes) = pool.install(|| {
-        let cb = PqCodebook::train(&f32_data, dim, &pq_params);
-        let codes = cb.encode_all(&f32_data);
-        (cb, codes)
+    let trained = pool.install(|| {
+        let cb = PqCodebook::train_until(&f32_data, dim, &pq_params, &stop)?;
+        let codes = cb.encode_all_until(&f32_data, &stop)?;
+        Some((cb, codes))
     });
+    let (codebook, codes) = trained.ok_or_else(|| cancelled(dir))?;
     // The shuffle may rank nodes by their codes (`placement`).
     let pq = PqQuantizer::new(codebook.clone(), codes, params.metric);
     progress.finish();
     stage("pq", t, 0.0);
 
     // 3. The graph.
+    checkpoint(progress, dir, "graph")?;
     let t = Instant::now();
     let space = BuildSpace::new(&f32_data, dim, params.metric);
     let vparams = VamanaParams {
@@ -430,8 +437,9 @@ pub fn build_index(
         seed: params.seed,
     };
     progress.stage("build graph", (n * params.passes) as u64);
-    let (graph, gstats) =
-        pool.install(|| graph::build(&space, &vparams, &|d, _| progress.set(d as u64)));
+    let (graph, gstats) = pool
+        .install(|| graph::build_until(&space, &vparams, &|d, _| progress.set(d as u64), &stop))
+        .ok_or_else(|| cancelled(dir))?;
     progress.finish();
     stage("graph", t, 0.0);
 
@@ -442,7 +450,13 @@ pub fn build_index(
     let coupled = CoupledLayout::new(params.page_size, n, dim, dtype, params.graph_degree);
     let pages_path = staging.dir.join("pages.bin");
     let file = std::fs::File::create(&pages_path).at("create", &pages_path)?;
-    let mut w = BufWriter::with_capacity(8 << 20, file);
+    checkpoint(progress, dir, "write")?;
+    // Every page goes through the check: a stop ends the write at the next
+    // page, and the staging directory (with its partial pages.bin) goes.
+    let mut w = StopWriter {
+        inner: BufWriter::with_capacity(8 << 20, file),
+        progress,
+    };
     let elems = data.elems();
     let vector_bytes = |id: u32, out: &mut [u8]| {
         let (s, e) = (id as usize * dim, (id as usize + 1) * dim);
@@ -466,27 +480,32 @@ pub fn build_index(
     };
     let mut extra_files = vec![];
     let layout_name = if params.shuffle == Shuffle::None {
-        coupled
+        let written = coupled
             .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
             .and_then(|_| w.flush())
-            .at("write", &pages_path)?;
+            .at("write", &pages_path);
+        unless_cancelled(progress, dir, written)?;
         coupled.name()
     } else {
         let cap = blocked::capacity(params.page_size, dim, dtype, &graph.lists)?;
+        checkpoint(progress, dir, "shuffle")?;
         let t = Instant::now();
         progress.stage("shuffle blocks", 0);
         let sp = params.shuffle_params();
-        let nearest =
-            pool.install(|| placement::nearest_for(&graph.lists, &cap, &sp, || Ok(&pq)))?;
+        let nearest = pool
+            .install(|| placement::nearest_for_until(&graph.lists, &cap, &sp, || Ok(&pq), &stop));
+        let nearest = unless_cancelled(progress, dir, nearest)?;
         if nearest.is_some() {
             nested += stage("nearest", t, 0.0);
         }
         let t = Instant::now();
-        let (assignment, shuffle_report) =
-            pool.install(|| shuffle(&graph.lists, &cap, &sp, nearest.as_deref()));
+        let (assignment, shuffle_report) = pool
+            .install(|| shuffle_until(&graph.lists, &cap, &sp, nearest.as_deref(), &stop))
+            .ok_or_else(|| cancelled(dir))?;
         drop(nearest);
         progress.finish();
         nested += stage("shuffle", t, 0.0);
+        progress.stage("write pages", 0);
         report.shuffle = Some(shuffle_report);
         let layout = BlockedLayout::new(
             params.page_size,
@@ -496,7 +515,7 @@ pub fn build_index(
             assignment.block_of.clone(),
             assignment.blocks(),
         );
-        layout
+        let written = layout
             .write(
                 &mut w,
                 graph.medoid,
@@ -505,7 +524,8 @@ pub fn build_index(
                 &vector_bytes,
             )
             .and_then(|_| w.flush())
-            .at("write", &pages_path)?;
+            .at("write", &pages_path);
+        unless_cancelled(progress, dir, written)?;
         let map_path = staging.dir.join("map.bin");
         write_file(&map_path, |w| {
             position_map::write(w, layout.blocks(), &layout.block_map())
@@ -515,6 +535,7 @@ pub fn build_index(
     };
     drop(w);
     if params.nav_sample > 0.0 {
+        checkpoint(progress, dir, "nav")?;
         let t = Instant::now();
         progress.stage("navigation graph", 0);
         let nav = pool.install(|| {
@@ -539,10 +560,12 @@ pub fn build_index(
     stage("write", t, nested);
 
     // 5. Manifest (last: its presence marks a complete index), then commit.
+    checkpoint(progress, dir, "checksum")?;
     let t = Instant::now();
     let mut files = BTreeMap::new();
     for name in ["pages.bin", "codes.bin"].into_iter().chain(extra_files) {
-        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
+        let entry = file_entry_until(&staging.dir.join(name), &stop)?;
+        files.insert(name.to_string(), entry.ok_or_else(|| cancelled(dir))?);
     }
     report.index_bytes = files.values().map(|f| f.bytes).sum();
     let manifest = Manifest {
@@ -569,6 +592,9 @@ pub fn build_index(
     report.peak_rss_bytes = peak_rss_bytes();
     report.total_s = t_all.elapsed().as_secs_f64();
     write_report(&staging.dir, &report)?;
+    // The last moment to stop: from here on the index is complete and the
+    // commit is two renames.
+    unless_cancelled(progress, dir, Ok(()))?;
     staging.commit()?;
     Ok(report)
 }

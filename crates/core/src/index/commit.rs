@@ -5,6 +5,7 @@
 
 use super::manifest::{FileEntry, MANIFEST};
 use crate::error::{Error, FileContext, Result};
+use crate::progress::Stop;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;
@@ -18,11 +19,15 @@ pub struct Staging {
     committed: bool,
 }
 
-fn sibling(target: &Path, tag: &str) -> PathBuf {
-    let name = target
+fn target_name(target: &Path) -> String {
+    target
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "index".into());
+        .unwrap_or_else(|| "index".into())
+}
+
+fn sibling(target: &Path, tag: &str) -> PathBuf {
+    let name = target_name(target);
     // Process id and a per-process counter: two builds in one process (two
     // Python threads, say) never share a staging directory.
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -34,6 +39,7 @@ impl Staging {
     /// Checks that `target` is absent, an empty directory, or a stratavec
     /// index (never overwrite anything else), and creates the staging dir.
     pub fn new(target: &Path) -> Result<Staging> {
+        remove_stale(target);
         if target.exists() {
             let is_index = target.join(MANIFEST).is_file();
             let is_empty_dir = target.is_dir()
@@ -115,13 +121,77 @@ impl Drop for Staging {
     }
 }
 
+/// Whether a process with this id exists. Errs towards "alive" (a zombie,
+/// or an unrelated process that reused the id, keeps a stale directory a
+/// while longer), never the other way. Linux, like the rest of the engine.
+fn process_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// The process id in the name of a staging or set-aside sibling of
+/// `target` (`.NAME.TAG-PID-N`), if `file` is one with `tag`.
+fn sibling_pid(file: &str, name: &str, tag: &str) -> Option<u32> {
+    let rest = file.strip_prefix(&format!(".{name}.{tag}-"))?;
+    let (pid, seq) = rest.split_once('-')?;
+    seq.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Cleans up after builds of `target` by processes that no longer exist
+/// (killed, or a machine that went down): a build interrupted by a signal
+/// removes its own staging directory, but SIGKILL leaves one, with a
+/// partial pages.bin, that nothing else would ever remove. A set-aside
+/// previous index of a dead process is the index that was in place when
+/// its commit stopped between the two renames: it goes back to `target`
+/// if nothing took its place, and is removed otherwise. Best effort: what
+/// cannot be removed stays, and does no harm to this build.
+fn remove_stale(target: &Path) {
+    let name = target_name(target);
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let own = std::process::id();
+    let mut stale: Vec<(PathBuf, bool)> = vec![];
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        for (tag, previous) in [("building", false), ("previous", true)] {
+            match sibling_pid(&file, &name, tag) {
+                Some(pid) if pid != own && !process_alive(pid) => {
+                    stale.push((entry.path(), previous))
+                }
+                _ => {}
+            }
+        }
+    }
+    for (path, previous) in stale {
+        if previous && !target.exists() && path.join(MANIFEST).is_file() {
+            let _ = std::fs::rename(&path, target);
+        } else {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
 /// Size and sha256 of a file, streamed.
 pub fn file_entry(path: &Path) -> Result<FileEntry> {
+    Ok(file_entry_until(path, &crate::progress::never)?.expect("never stopped"))
+}
+
+/// [`file_entry`] that polls `stop` every MB read (a large pages.bin takes
+/// seconds) and returns `None` when it says so.
+pub(crate) fn file_entry_until(path: &Path, stop: &Stop) -> Result<Option<FileEntry>> {
     let mut f = File::open(path).at("open", path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0u64;
     loop {
+        if stop() {
+            return Ok(None);
+        }
         let k = f.read(&mut buf).at("read", path)?;
         if k == 0 {
             break;
@@ -130,5 +200,62 @@ pub fn file_entry(path: &Path) -> Result<FileEntry> {
         bytes += k as u64;
     }
     let sha256 = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    Ok(FileEntry { bytes, sha256 })
+    Ok(Some(FileEntry { bytes, sha256 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No process has this id (pid_max is at most 2^22).
+    const DEAD: u32 = 4_000_000_000;
+
+    #[test]
+    fn stale_staging_of_dead_processes_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("idx");
+        let dead = tmp.path().join(format!(".idx.building-{DEAD}-0"));
+        let own = tmp
+            .path()
+            .join(format!(".idx.building-{}-99", std::process::id()));
+        let other = tmp.path().join(format!(".other.building-{DEAD}-0"));
+        for d in [&dead, &own, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("pages.bin"), b"partial").unwrap();
+        }
+        let staging = Staging::new(&target).unwrap();
+        assert!(
+            !dead.exists(),
+            "a dead build's staging directory is removed"
+        );
+        assert!(own.exists(), "this process's builds are left alone");
+        assert!(other.exists(), "another target's are left alone");
+        drop(staging);
+    }
+
+    /// A commit killed between its two renames left the previous index
+    /// aside and nothing at the target: the next build puts it back first.
+    #[test]
+    fn set_aside_index_of_a_dead_commit_goes_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("idx");
+        let aside = tmp.path().join(format!(".idx.previous-{DEAD}-3"));
+        std::fs::create_dir(&aside).unwrap();
+        std::fs::write(aside.join(MANIFEST), b"{}").unwrap();
+        let staging = Staging::new(&target).unwrap();
+        assert!(target.join(MANIFEST).is_file());
+        assert!(!aside.exists());
+        drop(staging);
+    }
+
+    #[test]
+    fn sibling_names_parse() {
+        assert_eq!(
+            sibling_pid(".idx.building-12-0", "idx", "building"),
+            Some(12)
+        );
+        assert_eq!(sibling_pid(".idx.building-12", "idx", "building"), None);
+        assert_eq!(sibling_pid(".idx2.building-12-0", "idx", "building"), None);
+        assert_eq!(sibling_pid(".idx.previous-7-1", "idx", "previous"), Some(7));
+    }
 }

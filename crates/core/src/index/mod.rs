@@ -4,6 +4,7 @@ pub mod cache_load;
 pub mod commit;
 pub mod fit;
 pub mod graph_file;
+pub mod interrupt;
 pub mod manifest;
 pub mod open;
 pub mod placement;

@@ -12,6 +12,7 @@
 
 use crate::error::Result;
 use crate::layout::shuffle::{Capacity, ShuffleParams};
+use crate::progress::Stop;
 use crate::quant::{PqQuantizer, Quantizer, QueryTable};
 use std::borrow::Borrow;
 use std::cell::RefCell;
@@ -19,11 +20,26 @@ use std::cell::RefCell;
 /// Each node's `k` nearest nodes within two hops of it in `lists`, by PQ
 /// estimate from the node's decoded code.
 pub fn nearest_by_codes(lists: &[Vec<u32>], k: usize, pq: &PqQuantizer) -> Vec<Vec<u32>> {
+    nearest_by_codes_until(lists, k, pq, &crate::progress::never)
+}
+
+/// [`nearest_by_codes`] that skips the work for the remaining nodes once
+/// `stop` says so (the caller checks `stop` and discards the lists).
+fn nearest_by_codes_until(
+    lists: &[Vec<u32>],
+    k: usize,
+    pq: &PqQuantizer,
+    stop: &Stop,
+) -> Vec<Vec<u32>> {
     thread_local! {
         static SCRATCH: RefCell<(Vec<f32>, QueryTable)> = RefCell::default();
     }
     let dim = pq.codebook.dim;
     let distances = |u: u32, ids: &[u32], out: &mut [f32]| {
+        if stop() {
+            out.fill(0.0);
+            return;
+        }
         SCRATCH.with_borrow_mut(|(query, table)| {
             query.resize(dim, 0.0);
             pq.decode(u, query);
@@ -44,9 +60,26 @@ pub fn nearest_for<P: Borrow<PqQuantizer>>(
     params: &ShuffleParams,
     load_pq: impl FnOnce() -> Result<P>,
 ) -> Result<Option<Vec<Vec<u32>>>> {
+    nearest_for_until(lists, capacity, params, load_pq, &crate::progress::never)
+}
+
+/// [`nearest_for`] that stops early when `stop` says so: the lists are
+/// then incomplete, and the caller must check `stop` and discard them.
+pub fn nearest_for_until<P: Borrow<PqQuantizer>>(
+    lists: &[Vec<u32>],
+    capacity: &Capacity,
+    params: &ShuffleParams,
+    load_pq: impl FnOnce() -> Result<P>,
+    stop: &Stop,
+) -> Result<Option<Vec<Vec<u32>>>> {
     match params.nearest_k(capacity, lists.len()) {
         0 => Ok(None),
-        k => Ok(Some(nearest_by_codes(lists, k, load_pq()?.borrow()))),
+        k => Ok(Some(nearest_by_codes_until(
+            lists,
+            k,
+            load_pq()?.borrow(),
+            stop,
+        ))),
     }
 }
 

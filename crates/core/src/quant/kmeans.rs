@@ -29,6 +29,20 @@ pub fn transpose(centroids: &[f32], k: usize, dim: usize) -> Vec<f32> {
 /// with a random point, so there are always `k` distinct-ish centroids even
 /// when there are fewer distinct points than `k`.
 pub fn train(points: &[f32], dim: usize, k: usize, iters: usize, rng: &mut Rng) -> Vec<f32> {
+    train_until(points, dim, k, iters, rng, &crate::progress::never)
+}
+
+/// [`train`] that polls `stop` before every iteration and returns the
+/// centroids so far when it says so (the caller checks `stop` and throws
+/// them away).
+pub fn train_until(
+    points: &[f32],
+    dim: usize,
+    k: usize,
+    iters: usize,
+    rng: &mut Rng,
+    stop: &crate::progress::Stop,
+) -> Vec<f32> {
     let n = points.len() / dim;
     assert!(n > 0 && dim > 0);
     let mut centroids = Vec::with_capacity(k * dim);
@@ -42,6 +56,9 @@ pub fn train(points: &[f32], dim: usize, k: usize, iters: usize, rng: &mut Rng) 
     let mut sums = vec![0f64; k * dim];
     let mut counts = vec![0usize; k];
     for _ in 0..iters {
+        if stop() {
+            break;
+        }
         let ct = transpose(&centroids, k, dim);
         for (i, p) in points.chunks_exact(dim).enumerate() {
             assign[i] = nearest(p, &ct, k, &mut dists);

@@ -8,6 +8,7 @@
 use super::kmeans;
 use super::{Quantizer, QueryTable};
 use crate::data::Metric;
+use crate::progress::Stop;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
 
@@ -47,6 +48,12 @@ impl PqCodebook {
     /// Trains on a seeded sample of `data` (row-major, `dim` wide). Needs
     /// `1 <= m <= dim`.
     pub fn train(data: &[f32], dim: usize, p: &PqTrainParams) -> Self {
+        Self::train_until(data, dim, p, &crate::progress::never).expect("never stopped")
+    }
+
+    /// [`Self::train`] that polls `stop` before every k-means iteration of
+    /// every sub-space and returns `None` when it says so.
+    pub fn train_until(data: &[f32], dim: usize, p: &PqTrainParams, stop: &Stop) -> Option<Self> {
         assert!(p.m >= 1 && p.m <= dim, "PQ needs 1 <= m <= dim");
         let n = data.len() / dim;
         let rng = Rng::new(p.seed);
@@ -63,16 +70,23 @@ impl PqCodebook {
                     let row = &data[i * dim..(i + 1) * dim];
                     pts.extend(row[a..b].iter().zip(&center[a..b]).map(|(x, c)| x - c));
                 }
-                kmeans::train(&pts, b - a, KSUB, p.iters, &mut rng.fork(1 + j as u64))
+                if stop() {
+                    return Vec::new();
+                }
+                let mut rng = rng.fork(1 + j as u64);
+                kmeans::train_until(&pts, b - a, KSUB, p.iters, &mut rng, stop)
             })
             .collect();
-        PqCodebook {
+        if stop() {
+            return None;
+        }
+        Some(PqCodebook {
             dim,
             m: p.m,
             offsets,
             center,
             centroids: per_sub.concat(),
-        }
+        })
     }
 
     pub fn sub_centroids(&self, j: usize) -> &[f32] {
@@ -82,6 +96,13 @@ impl PqCodebook {
 
     /// Codes of all rows, `n x m` bytes, computed in parallel.
     pub fn encode_all(&self, data: &[f32]) -> Vec<u8> {
+        self.encode_all_until(data, &crate::progress::never)
+            .expect("never stopped")
+    }
+
+    /// [`Self::encode_all`] that polls `stop` every 256 rows and returns
+    /// `None` when it says so.
+    pub fn encode_all_until(&self, data: &[f32], stop: &Stop) -> Option<Vec<u8>> {
         let transposed: Vec<Vec<f32>> = (0..self.m)
             .map(|j| {
                 let d = self.offsets[j + 1] - self.offsets[j];
@@ -93,6 +114,9 @@ impl PqCodebook {
             .par_chunks_mut(self.m * 256)
             .zip(data.par_chunks(self.dim * 256))
             .for_each(|(out, rows)| {
+                if stop() {
+                    return;
+                }
                 let mut scratch = vec![0f32; KSUB];
                 let mut resid = vec![0f32; self.dim];
                 for (code, row) in out
@@ -109,7 +133,7 @@ impl PqCodebook {
                     }
                 }
             });
-        codes
+        (!stop()).then_some(codes)
     }
 
     /// Reconstruction of one code (for tests and error measurement).

@@ -13,6 +13,7 @@
 
 use super::assignment::BlockAssignment;
 use super::overlap::overlap_ratio;
+use crate::progress::Stop;
 
 /// How many blocks past the first with any room a node that fits nowhere
 /// near its neighbours looks through before a new block is opened (records
@@ -81,11 +82,17 @@ pub fn bnf(
     start: BlockAssignment,
     iterations: usize,
     gain: f64,
+    stop: &Stop,
 ) -> BlockAssignment {
     let mut cur_or = overlap_ratio(lists, &start);
     let (mut best, mut best_or) = (start.clone(), cur_or);
     let mut cur = start;
     for _ in 0..iterations {
+        // One pass is a few seconds on a million nodes; the caller discards
+        // a stopped result.
+        if stop() {
+            break;
+        }
         cur = one_pass(lists, &cur);
         let or = overlap_ratio(lists, &cur);
         // The first pass from BNP can dip before the iterations climb, so
@@ -123,7 +130,13 @@ mod tests {
         }
         let id = BlockAssignment::id_order(8, Capacity::slots(4));
         assert!(overlap_ratio(&lists, &id) < 0.5);
-        let a = bnf(&lists, bnp(&lists, Capacity::slots(4)), 8, 0.0);
+        let a = bnf(
+            &lists,
+            bnp(&lists, Capacity::slots(4)),
+            8,
+            0.0,
+            &crate::progress::never,
+        );
         a.validate().unwrap();
         assert!(
             (overlap_ratio(&lists, &a) - 1.0).abs() < 1e-12,

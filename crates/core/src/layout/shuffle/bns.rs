@@ -6,6 +6,7 @@
 
 use super::assignment::BlockAssignment;
 use super::overlap::{node_overlap, overlap_ratio};
+use crate::progress::Stop;
 
 /// Sum of OR(v) over block `b`'s members.
 fn block_or_sum(lists: &[Vec<u32>], a: &BlockAssignment, b: u32) -> f64 {
@@ -33,11 +34,17 @@ pub fn bns(
     start: BlockAssignment,
     iterations: usize,
     gain: f64,
+    stop: &Stop,
 ) -> BlockAssignment {
     let mut a = start;
     let mut or = overlap_ratio(lists, &a);
     for _ in 0..iterations {
         for u in 0..lists.len() {
+            // A pass is long and serial: poll every 4096 nodes; the caller
+            // discards a stopped result.
+            if u % 4096 == 0 && stop() {
+                return a;
+            }
             let nbrs = &lists[u];
             for i in 0..nbrs.len() {
                 for j in i + 1..nbrs.len() {
@@ -96,7 +103,7 @@ mod tests {
             .collect();
         let start = bnp(&lists, Capacity::slots(5));
         let before = overlap_ratio(&lists, &start);
-        let a = bns(&lists, start, 3, 0.0);
+        let a = bns(&lists, start, 3, 0.0, &crate::progress::never);
         a.validate().unwrap();
         assert!(overlap_ratio(&lists, &a) >= before - 1e-12);
     }

@@ -188,6 +188,18 @@ pub fn shuffle(
     p: &ShuffleParams,
     nearest: Option<&[Vec<u32>]>,
 ) -> (BlockAssignment, ShuffleReport) {
+    shuffle_until(lists, capacity, p, nearest, &crate::progress::never).expect("never stopped")
+}
+
+/// [`shuffle`] that polls `stop` between stages and inside the BNF/BNS
+/// passes, and returns `None` when it says so.
+pub fn shuffle_until(
+    lists: &[Vec<u32>],
+    capacity: &Capacity,
+    p: &ShuffleParams,
+    nearest: Option<&[Vec<u32>]>,
+    stop: &crate::progress::Stop,
+) -> Option<(BlockAssignment, ShuffleReport)> {
     let both;
     let large = many_per_block(capacity, lists.len());
     let undirected_placement =
@@ -208,7 +220,10 @@ pub fn shuffle(
         ..Default::default()
     };
     if p.method == Shuffle::None {
-        return (id_order, report);
+        return Some((id_order, report));
+    }
+    if stop() {
+        return None;
     }
     let t = std::time::Instant::now();
     let mut a = bnp::bnp(place, capacity.clone());
@@ -220,7 +235,7 @@ pub fn shuffle(
     match p.method {
         Shuffle::Bnf => {
             let t = std::time::Instant::now();
-            a = bnf::bnf(place, a, p.iterations, p.gain_threshold);
+            a = bnf::bnf(place, a, p.iterations, p.gain_threshold, stop);
             report.stages.push((
                 "bnf".into(),
                 overlap_ratio(lists, &a),
@@ -229,7 +244,7 @@ pub fn shuffle(
         }
         Shuffle::Bns => {
             let t = std::time::Instant::now();
-            a = bns::bns(place, a, p.iterations, p.gain_threshold);
+            a = bns::bns(place, a, p.iterations, p.gain_threshold, stop);
             report.stages.push((
                 "bns".into(),
                 overlap_ratio(lists, &a),
@@ -238,7 +253,7 @@ pub fn shuffle(
         }
         Shuffle::None | Shuffle::Bnp => {}
     }
-    (a, report)
+    (!stop()).then_some((a, report))
 }
 
 /// A random graph of `n` nodes with up to `deg` out-neighbours each (no
