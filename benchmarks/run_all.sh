@@ -8,8 +8,10 @@
 #   5. with --with-pca, makes the 96-d PCA set and benchmarks stratavec on it,
 #   6. plots (benchmarks/plots/, committed) and writes BENCHMARKS.md at the repo root.
 # The bench times every system round-robin (each round: all systems at one L,
-# then the next L; ROUNDS, default 3) and probes the device before, between
-# and after the rounds (burst and 20 s sustained). Raw rows, one a system,
+# then the next L; ROUNDS, default 5: two runs' min-max ranges of 3 rounds
+# miss each other 10% of the time even when nothing changed, of 5 rounds
+# 0.8%), each pass repeating the queries for at least 1 s, and probes the
+# device before, between and after the rounds (burst and 20 s sustained). Raw rows, one a system,
 # L and round, go to benchmarks/results/NAME.jsonl and are committed:
 # `python3 benchmarks/report.py --from benchmarks/results/NAME.jsonl`
 # re-derives the report from them. The log goes beside them (git-ignored).
@@ -91,7 +93,7 @@ else
 fi
 
 # The bench runs, as run_all.sh executes them (quoted in BENCHMARKS.md).
-common=(--threads 2 --memory-fraction 0.2 --rounds "${ROUNDS:-3}")
+common=(--threads 2 --memory-fraction 0.2 --rounds "${ROUNDS:-5}")
 files=() datadirs=() ran=()
 bench() {  # bench DATA_DIR OUT_JSONL PEERS [more bench options]
   local cmd=("$bin" bench --data "$1" --work .cache/bench --out "$2")

@@ -44,7 +44,7 @@ def start(tmp_path: Path) -> subprocess.Popen:
     make_data(data)
     cmd = [sys.executable, str(RUN_PEER), "--peer", "bruteforce", "--serve", "--data", str(data),
            "--index-dir", str(tmp_path / "idx"), "--threads", "1", "-k", "10", "--sweep", "10",
-           "--latency", "off"]
+           "--latency", "off", "--min-pass-seconds", "0.05"]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
@@ -67,6 +67,7 @@ def test_serve_answers_each_point_with_its_round(tmp_path):
             assert row["recall_at_10"] == 1.0  # exact search
             assert row["qps"] > 0 and 0 <= row["cpu_util"]
             assert row["reads_per_s"] is None  # in RAM: no device reads
+            assert row["repetitions"] > 1  # a pass of 20 queries is far under 0.05 s
         bad = ask(p, "{\"round\": 1}")
         assert "bad request" in bad["error"] and "\"L\"" in bad["error"], bad
         zero = ask(p, json.dumps({"L": 0, "round": 1}))
@@ -87,4 +88,4 @@ def test_without_serve_it_sweeps_and_exits(tmp_path):
                           "--index-dir", str(tmp_path / "idx"), "--threads", "1", "--sweep", "10,20",
                           "--latency", "off"], capture_output=True, text=True, check=True)
     rows = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
-    assert [(r["L"], r["round"]) for r in rows] == [(10, 0), (20, 0)]
+    assert [(r["L"], r["round"], r["repetitions"]) for r in rows] == [(10, 0, 1), (20, 0, 1)]

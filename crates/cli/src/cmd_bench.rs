@@ -76,6 +76,12 @@ pub struct Args {
     /// rounds; the ceiling searches are held to. 0 skips it.
     #[arg(long, default_value_t = 20.0)]
     sustained_seconds: f64,
+    /// A timed pass repeats the query set until it has run this many
+    /// seconds (QPS, reads and CPU are per query over all repetitions;
+    /// recall and latency from the first): a pass of 0.1 s measures one
+    /// burst of the device. 0: one repetition.
+    #[arg(long, default_value_t = 1.0)]
+    min_pass_seconds: f64,
     /// Seconds of reads before the sustained probe starts counting.
     #[arg(long, default_value_t = 3.0)]
     warmup_seconds: f64,
@@ -211,6 +217,7 @@ pub fn run(a: Args) -> Result<()> {
                 pipeline: variant.pipeline,
                 navigation_graph: variant.nav,
                 range: range.as_ref(),
+                min_pass_s: a.min_pass_seconds,
             },
         )?)));
     }
@@ -236,6 +243,7 @@ pub fn run(a: Args) -> Result<()> {
             alpha: a.alpha,
             beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
             rebuild: a.rebuild,
+            min_pass_s: a.min_pass_seconds,
         })?));
     }
     let ceiling = first_index.map(|file| device::Ceiling {

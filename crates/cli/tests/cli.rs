@@ -439,6 +439,8 @@ fn bench_runs_variants_and_range_search() {
             &"0",
             &"--rounds",
             &"1",
+            &"--min-pass-seconds",
+            &"0",
             // The tiny set's 20% would not even hold the I/O buffers; this
             // leaves a small cache, so most expansions are reads.
             &"--memory-fraction",
@@ -522,7 +524,7 @@ fn bench_times_systems_round_robin_and_probes_the_device() {
         .args(["-R", "16", "--complexity", "32", "--pq-bytes", "8"])
         .args(["-L", "20,40", "--rounds", "2", "--memory-fraction", "5"])
         .args(["--device-seconds", "0.1", "--sustained-seconds", "0.3"])
-        .args(["--warmup-seconds", "0.1"]);
+        .args(["--warmup-seconds", "0.1", "--min-pass-seconds", "0.05"]);
     let mut systems = vec!["stratavec-diskann", "stratavec-starling-page"];
     match &python {
         Some(py) => {
@@ -574,6 +576,8 @@ fn bench_times_systems_round_robin_and_probes_the_device() {
         // Recall and reads are exact: the same in every round.
         assert_eq!(r["recall_at_10"], twin["recall_at_10"]);
         assert_eq!(r["reads_per_query"], twin["reads_per_query"]);
+        // A pass of the tiny set takes milliseconds: it was repeated.
+        assert!(r["repetitions"].as_u64().unwrap() > 1, "{r}");
         let cpu = r["cpu_util"].as_f64().unwrap();
         assert!(cpu > 0.0 && cpu < 4.0, "{r}");
         if r["system"].as_str().unwrap().starts_with("stratavec") {

@@ -26,6 +26,7 @@ pub struct PeerRun<'a> {
     pub alpha: f32,
     pub beam_width: usize,
     pub rebuild: bool,
+    pub min_pass_s: f64,
 }
 
 /// A peer process, loaded and waiting for sweep points.
@@ -83,6 +84,7 @@ impl Peer {
             .args(["--complexity", &p.complexity.to_string()])
             .args(["--alpha", &p.alpha.to_string()])
             .args(["--beam-width", &p.beam_width.to_string()])
+            .args(["--min-pass-seconds", &p.min_pass_s.to_string()])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -91,6 +91,8 @@ pub struct Sweep<'a> {
     pub navigation_graph: bool,
     /// Range search rows too (AP against exact range ground truth).
     pub range: Option<&'a super::range::RangeSpec>,
+    /// A timed pass repeats the queries until it has run this long.
+    pub min_pass_s: f64,
 }
 
 /// One system opened and warmed, ready to be timed at any L.
@@ -132,28 +134,49 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
 }
 
 impl Opened<'_> {
-    /// One timed pass over all queries at list size `l`, and the CPU
-    /// seconds the process used during it.
-    pub fn run(&self, l: usize) -> Result<(BatchResult, Option<f64>)> {
+    /// One timed pass at list size `l`: all queries, repeated until the pass
+    /// has run `min_pass_s` (a pass of a tenth of a second measures one
+    /// burst of the device, not its rate). Returns the first repetition's
+    /// results with the mean repetition's wall time, kernel reads and I/O
+    /// wait, the CPU seconds of a mean repetition, and the repetitions.
+    pub fn run(&self, l: usize) -> Result<(BatchResult, Option<f64>, usize)> {
         let params = SearchParams {
             complexity: l.max(self.s.k),
             ..self.warm.clone()
         };
         let cpu0 = stratavec_io::process_cpu_seconds();
-        let res = self
-            .index
-            .search_batch(self.s.queries, self.index.dim(), &params)?;
+        let (mut first, mut passes): (Option<BatchResult>, usize) = (None, 0);
+        let (mut wall, mut io_wait, mut kernel) = (0.0, 0.0, Some(0u64));
+        loop {
+            let res = self
+                .index
+                .search_batch(self.s.queries, self.index.dim(), &params)?;
+            passes += 1;
+            wall += res.wall_s;
+            io_wait += res.io_wait_s;
+            kernel = kernel.zip(res.proc_read_bytes).map(|(a, b)| a + b);
+            first.get_or_insert(res);
+            if wall >= self.s.min_pass_s {
+                break;
+            }
+        }
         let cpu = match (cpu0, stratavec_io::process_cpu_seconds()) {
-            (Some(a), Some(b)) => Some(b - a),
+            (Some(a), Some(b)) => Some((b - a) / passes as f64),
             _ => None,
         };
-        Ok((res, cpu))
+        let mut res = first.expect("at least one repetition");
+        res.wall_s = wall / passes as f64;
+        res.io_wait_s = io_wait / passes as f64;
+        res.proc_read_bytes = kernel.map(|b| b / passes as u64);
+        Ok((res, cpu, passes))
     }
 
     /// Times list size `l` once and returns its row, tagged with `round`.
     pub fn point(&self, l: usize, round: usize) -> Result<Value> {
-        let (res, cpu_s) = self.run(l)?;
-        self.row(l, &res, cpu_s, round)
+        let (res, cpu_s, passes) = self.run(l)?;
+        let mut row = self.row(l, &res, cpu_s, round)?;
+        row["repetitions"] = passes.into();
+        Ok(row)
     }
 
     /// The row of one timed pass at L = `l`.
