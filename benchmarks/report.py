@@ -461,6 +461,18 @@ def device_table(d: P.Dataset, device: list[dict], bold: bool = True) -> str:
     return table(head, rows, align)
 
 
+def repetition_note(d: P.Dataset) -> str:
+    """How long a timed pass was made to run, from the rows' repetitions."""
+    reps = [int(r["repetitions"]) for s in d.systems.values() for r in s.round_rows
+            if fnum(r.get("repetitions")) is not None]
+    if not reps or max(reps) <= 1:
+        return ""
+    return (" A timed pass repeats the query set until it has run `--min-pass-seconds` (1 s by default; up to "
+            f"{max(reps)} repetitions here; "
+            "a pass of a tenth of a second would measure one burst of the device), and QPS, reads and CPU are "
+            "per query over all repetitions.")
+
+
 def notes(d: P.Dataset, ceiling_row: dict | None) -> list[str]:
     out = []
     sv = [s for s in d.systems.values() if s.is_stratavec]
@@ -475,7 +487,8 @@ def notes(d: P.Dataset, ceiling_row: dict | None) -> list[str]:
                    "system ran at one sweep value, then all at the next, the order rotating from point to point, so "
                    "a slow spell of the shared disk or CPU falls on all systems alike. A QPS cell is the median "
                    "over rounds (each round's own Pareto point) with its min–max; a ratio is computed within each "
-                   "round, then its median and min–max are given. Recall and reads are the same in every round.")
+                   "round, then its median and min–max are given. Recall and reads are the same in every round."
+                   + repetition_note(d))
     ceiling, how = ceiling_of(d)
     if ceiling_row and ceiling:
         what = ("the median of the sustained probes (see the device section)" if how == "sustained" else
