@@ -76,6 +76,23 @@ def wait_for_pause(q, stage, seen, timeout=30.0):
     return False
 
 
+def start_paused(cmd, stage, case, before):
+    """Starts `cmd` held at `stage` by the test hook. Returns (process, its
+    stderr lines queue), or None (the case failed and is closed) when it
+    never paused."""
+    env = dict(os.environ, **{PAUSE_ENV: stage})
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    q = lines_of(p.stderr)
+    seen = []
+    if wait_for_pause(q, stage, seen):
+        return p, q
+    p.kill()
+    p.wait()
+    check(False, f"{case}: the build never paused: {''.join(seen)}{drain(q)}")
+    case_done(before)
+    return None
+
+
 def drain(q):
     out = []
     while True:
@@ -101,22 +118,11 @@ def cli_cases(bin_, work, data, idx):
         for sig in SIGNALS:
             case = f"{stage}/{sig.name}"
             before = len(failures)
-            env = dict(os.environ, **{PAUSE_ENV: stage})
-            p = subprocess.Popen(
-                [bin_, "build", str(data), str(idx), "--profile", "starling", "--threads", "2"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            q = lines_of(p.stderr)
-            seen = []
-            if not wait_for_pause(q, stage, seen):
-                p.kill()
-                p.wait()
-                check(False, f"{case}: the build never paused: {''.join(seen)}{drain(q)}")
-                case_done(before)
+            started = start_paused([bin_, "build", str(data), str(idx), "--profile", "starling", "--threads", "2"],
+                                   stage, case, before)
+            if started is None:
                 continue
+            p, q = started
             mine = [s for s in staging(work) if s.split("-")[-2] == str(p.pid)]
             check(len(mine) == 1, f"{case}: its staging directory exists while paused: {mine}")
             if stale:
@@ -181,22 +187,10 @@ def python_case(bin_, work, data, idx):
     manifest = (idx / "manifest.json").read_bytes()
     for stage in ["graph", "write"]:
         before = len(failures)
-        env = dict(os.environ, **{PAUSE_ENV: stage})
-        p = subprocess.Popen(
-            [sys.executable, "-c", PY_CHILD, str(data), str(idx)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        q = lines_of(p.stderr)
-        seen = []
-        if not wait_for_pause(q, stage, seen):
-            p.kill()
-            p.wait()
-            check(False, f"python/{stage}: never paused: {''.join(seen)}{drain(q)}")
-            case_done(before)
+        started = start_paused([sys.executable, "-c", PY_CHILD, str(data), str(idx)], stage, f"python/{stage}", before)
+        if started is None:
             continue
+        p, q = started
         t = time.monotonic()
         p.send_signal(signal.SIGINT)
         try:

@@ -1,6 +1,9 @@
 //! The `stratavec` binary end to end: synth → build → search/info/gt/convert,
 //! and the messages it prints for bad input.
 
+mod common;
+
+use common::{ok, run, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,34 +13,6 @@ const DIM: usize = 16;
 
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stratavec"));
-    for a in args {
-        c.arg(a);
-    }
-    c.output().expect("run stratavec")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn ok(o: Output) -> Output {
-    assert!(
-        o.status.success(),
-        "stratavec failed ({}):\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(&o),
-        stderr(&o)
-    );
-    o
 }
 
 #[track_caller]

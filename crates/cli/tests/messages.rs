@@ -2,37 +2,12 @@
 //! a mistake says it once, before any work, and names the file, field,
 //! expected and found value (issue 19, items 2, 3 and 7).
 
+mod common;
+
+use common::{ok, run, stderr, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
-
-fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stratavec"));
-    for a in args {
-        c.arg(a);
-    }
-    c.output().expect("run stratavec")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn ok(o: Output) -> Output {
-    assert!(
-        o.status.success(),
-        "stratavec failed ({}):\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(&o),
-        stderr(&o)
-    );
-    o
-}
 
 /// The error message of a run that must fail; it must have printed nothing
 /// on stdout (no table header before the error).
