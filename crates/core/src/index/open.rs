@@ -10,14 +10,16 @@ use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHea
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::{MemoryReport, NodeCache};
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
-use crate::search::query::{internal_distance, reported_distance, PreparedQuery};
+use crate::search::batch::{run_batch, BatchShape};
+use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, READ_SLOTS};
-use crate::search::{run_worker, BeamSearch, QueryStats, RangeRule, SearchContext, SearchParams};
+use crate::search::{Beam, RangeRule, SearchContext, SearchParams};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use stratavec_io::{open_reader, proc_self_io, Backend, BlockReader, FaultyReader, ReaderOptions};
+
+pub use crate::search::batch::BatchResult;
 
 #[derive(Clone)]
 pub struct OpenOptions {
@@ -92,54 +94,6 @@ pub struct Index {
     /// Readers (rings and their registered buffers) kept between batches, so
     /// a batch does not pay for ring set-up and probe reads.
     readers: Mutex<Vec<Box<dyn BlockReader>>>,
-}
-
-/// One finished query on its way to the batch result: index, (distance,
-/// id) list, counters, error.
-type Finished = (usize, Vec<(f32, u32)>, QueryStats, Option<String>);
-
-/// Results of a batch: `k` ids and distances per query, row-major; a query
-/// with fewer than `k` results (or a failed one) is padded with `u32::MAX`
-/// and `f32::INFINITY`.
-#[derive(Clone, Debug, Default)]
-pub struct BatchResult {
-    pub k: usize,
-    pub ids: Vec<u32>,
-    pub dists: Vec<f32>,
-    pub stats: Vec<QueryStats>,
-    /// Range search (`SearchParams::radius`): each query's (id, distance)
-    /// within the radius, nearest first; empty for k-NN batches.
-    pub ranges: Vec<Vec<(u32, f32)>>,
-    /// Per query: the error that failed it, if any.
-    pub errors: Vec<Option<String>>,
-    pub wall_s: f64,
-    /// `/proc/self/io` read_bytes grown during the batch (None off Linux).
-    pub proc_read_bytes: Option<u64>,
-    pub io_backend: String,
-    /// Seconds the workers spent blocked on I/O, summed over workers.
-    pub io_wait_s: f64,
-}
-
-impl BatchResult {
-    pub fn failed(&self) -> usize {
-        self.errors.iter().filter(|e| e.is_some()).count()
-    }
-
-    /// Range search: each query's ids within the radius, nearest first.
-    pub fn range_ids(&self) -> Vec<Vec<u32>> {
-        self.ranges
-            .iter()
-            .map(|r| r.iter().map(|e| e.0).collect())
-            .collect()
-    }
-
-    pub fn total(&self) -> QueryStats {
-        let mut t = QueryStats::default();
-        for s in &self.stats {
-            t += *s;
-        }
-        t
-    }
 }
 
 fn check_file_size(manifest: &Manifest, dir: &Path, name: &str) -> Result<PathBuf> {
@@ -529,7 +483,6 @@ impl Index {
             ));
         }
         let nq = self.check_queries(queries, params)?;
-        let k = params.k;
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
         let slots = read_slots(in_flight, params.beam_width);
@@ -538,159 +491,38 @@ impl Index {
         for _ in 0..threads {
             readers.push(self.take_reader(slots)?);
         }
-        let next = AtomicUsize::new(0);
-        let mut out = BatchResult {
-            k,
-            ids: vec![u32::MAX; nq * k],
-            dists: vec![f32::INFINITY; nq * k],
-            stats: vec![QueryStats::default(); nq],
-            errors: vec![None; nq],
-            ranges: if params.radius.is_some() {
-                vec![Vec::new(); nq]
-            } else {
-                Vec::new()
-            },
-            ..Default::default()
+        let shape = BatchShape {
+            queries,
+            dim,
+            k: params.k,
+            in_flight,
+            ranges: params.radius.is_some(),
         };
-        let shared = Mutex::new(&mut out);
         // Snapshot after the readers exist: opening one may do probe reads.
         let io_before = proc_self_io();
         let t0 = Instant::now();
-        type WorkerOut = (Result<f64>, Box<dyn BlockReader>);
-        let worker_results: Vec<std::thread::Result<WorkerOut>> = std::thread::scope(|s| {
-            let handles: Vec<_> = readers
-                .into_iter()
-                .map(|mut reader| {
-                    let (ctx, next, shared) = (&ctx, &next, &shared);
-                    s.spawn(move || -> WorkerOut {
-                        let mut local: Vec<Finished> = Vec::with_capacity(64);
-                        let flush = |local: &mut Vec<Finished>| {
-                            let mut o = shared.lock().unwrap_or_else(|p| p.into_inner());
-                            for (qi, res, st, err) in local.drain(..) {
-                                if params.radius.is_some() {
-                                    o.ranges[qi] = res
-                                        .iter()
-                                        .map(|&(d, id)| (id, reported_distance(ctx.metric, d)))
-                                        .collect();
-                                }
-                                for (j, (d, id)) in res.into_iter().take(k).enumerate() {
-                                    o.ids[qi * k + j] = id;
-                                    o.dists[qi * k + j] = reported_distance(ctx.metric, d);
-                                }
-                                o.stats[qi] = st;
-                                o.errors[qi] = err;
-                            }
-                        };
-                        // Finished k-NN states, whose buffers the next
-                        // queries reuse (`BeamSearch::recycle`).
-                        let pool = std::cell::RefCell::new(Vec::<BeamSearch>::new());
-                        let ws = run_worker(
-                            ctx,
-                            &mut *reader,
-                            in_flight,
-                            || {
-                                let qi = next.fetch_add(1, Ordering::Relaxed);
-                                if qi >= nq {
-                                    return None;
-                                }
-                                let q = &queries[qi * dim..(qi + 1) * dim];
-                                let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
-                                let state = match params.radius {
-                                    None => match pool.borrow_mut().pop() {
-                                        Some(old) => old.recycle(
-                                            ctx,
-                                            pq,
-                                            params.complexity,
-                                            params.beam_width,
-                                        ),
-                                        None => BeamSearch::new(
-                                            ctx,
-                                            pq,
-                                            params.complexity,
-                                            params.beam_width,
-                                        ),
-                                    },
-                                    Some(r) => BeamSearch::new_range(
-                                        ctx,
-                                        pq,
-                                        params.complexity,
-                                        params.beam_width,
-                                        RangeRule {
-                                            radius: internal_distance(ctx.metric, r),
-                                            phi: params.range_phi,
-                                            max_window: params.range_max_complexity,
-                                        },
-                                    ),
-                                };
-                                let state = state.with_pipeline(params.pipeline);
-                                Some((
-                                    qi,
-                                    if params.page_search {
-                                        state.with_page_search(params.prune_ratio)
-                                    } else {
-                                        state
-                                    },
-                                ))
-                            },
-                            |mut done| {
-                                let res = if done.error.is_some() {
-                                    vec![]
-                                } else if params.radius.is_some() {
-                                    done.state.range_results()
-                                } else {
-                                    done.state.results(k).to_vec()
-                                };
-                                let st = *crate::search::QueryState::stats(&mut done.state);
-                                local.push((done.index, res, st, done.error));
-                                if !done.state.is_range() {
-                                    pool.borrow_mut().push(done.state);
-                                }
-                                if local.len() >= 64 {
-                                    flush(&mut local);
-                                }
-                            },
-                        );
-                        flush(&mut local);
-                        (ws.map(|w| w.io_wait_s).map_err(Error::from), reader)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect()
-        });
+        // The one place a strategy is chosen (COMPOSITION.md, example A).
+        let (mut out, ends) = match strategy_for(params, ctx.metric) {
+            Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
+        };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
         let mut io_wait = 0.0;
         let mut first_err = None;
-        for r in worker_results {
-            match r {
-                Ok((res, reader)) => {
-                    match res {
-                        Ok(w) => {
-                            io_wait += w;
-                            // A reader whose worker failed may hold stale
-                            // reads; only healthy ones go back to the pool.
-                            if reader.in_flight() == 0 {
-                                if let Ok(mut pool) = self.readers.lock() {
-                                    pool.push(reader);
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            first_err.get_or_insert(e);
+        for end in ends {
+            match end.io_wait {
+                Ok(w) => {
+                    io_wait += w;
+                    // A reader whose worker failed may hold stale reads;
+                    // only healthy ones go back to the pool.
+                    if let Some(reader) = end.reader.filter(|r| r.in_flight() == 0) {
+                        if let Ok(mut pool) = self.readers.lock() {
+                            pool.push(reader);
                         }
                     }
                 }
-                Err(panic) => {
-                    let msg = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "unknown panic".into());
-                    first_err.get_or_insert(Error::argument(
-                        "search worker",
-                        "to finish",
-                        format!("a panic: {msg}"),
-                    ));
+                Err(e) => {
+                    first_err.get_or_insert(e);
                 }
             }
         }
@@ -715,6 +547,26 @@ impl Index {
         };
         Ok(out)
     }
+}
+
+/// The strategies a search can run, each a part of its own.
+enum Chosen {
+    Beam(Beam),
+}
+
+/// The strategy `params` ask for.
+fn strategy_for(params: &SearchParams, metric: Metric) -> Chosen {
+    Chosen::Beam(Beam {
+        complexity: params.complexity,
+        beam_width: params.beam_width,
+        pipeline: params.pipeline,
+        page_search: params.page_search.then_some(params.prune_ratio),
+        range: params.radius.map(|r| RangeRule {
+            radius: internal_distance(metric, r),
+            phi: params.range_phi,
+            max_window: params.range_max_complexity,
+        }),
+    })
 }
 
 fn read_header(reader: &mut dyn BlockReader, path: &Path, page_size: usize) -> Result<PagesHeader> {

@@ -16,7 +16,8 @@
 
 use super::context::SearchContext;
 use super::query::PreparedQuery;
-use super::{QueryState, QueryStats};
+use super::strategy::Strategy;
+use super::{QueryState, QueryStats, Read};
 use crate::quant::QueryTable;
 use crate::util::candidates::CandidateList;
 use crate::util::visited::VisitedSet;
@@ -443,7 +444,7 @@ impl Hop {
 }
 
 impl QueryState for BeamSearch {
-    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<u32>) {
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
         if self.pending > 0 || self.done {
             return;
         }
@@ -480,9 +481,7 @@ impl QueryState for BeamSearch {
                     }
                     None => {
                         let span = ctx.layout.span_of(id);
-                        let shared = reads[first..]
-                            .iter()
-                            .position(|&r| ctx.layout.span_of(r) == span);
+                        let shared = reads[first..].iter().position(|r| r.span == span);
                         match shared {
                             Some(page) => {
                                 self.hop.riders.push((page, id));
@@ -490,7 +489,7 @@ impl QueryState for BeamSearch {
                             }
                             None => {
                                 self.hop.add_read(id);
-                                reads.push(id);
+                                reads.push(Read { key: id, span });
                             }
                         }
                     }
@@ -505,6 +504,7 @@ impl QueryState for BeamSearch {
     }
 
     fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]) {
+        // Keys are the node ids the reads were issued for.
         if let Some(i) = self.hop.reads.iter().position(|&r| r == id) {
             self.hop.bufs[i].extend_from_slice(span);
         }
@@ -530,5 +530,53 @@ impl QueryState for BeamSearch {
 
     fn failure(&self) -> Option<String> {
         self.corrupt.clone()
+    }
+}
+
+/// DiskANN's beam search as a [`Strategy`], with Starling's block search
+/// and pipeline as switches, and range search as a widening rule.
+pub struct Beam {
+    pub complexity: usize,
+    pub beam_width: usize,
+    pub pipeline: bool,
+    /// Block search's pruning ratio σ, when on.
+    pub page_search: Option<f32>,
+    pub range: Option<RangeRule>,
+}
+
+impl Strategy for Beam {
+    type State = BeamSearch;
+
+    fn start(
+        &self,
+        ctx: &SearchContext,
+        query: PreparedQuery,
+        reuse: Option<BeamSearch>,
+    ) -> BeamSearch {
+        let state = match (self.range, reuse) {
+            (Some(rule), _) => {
+                BeamSearch::new_range(ctx, query, self.complexity, self.beam_width, rule)
+            }
+            (None, Some(old)) => old.recycle(ctx, query, self.complexity, self.beam_width),
+            (None, None) => BeamSearch::new(ctx, query, self.complexity, self.beam_width),
+        };
+        let state = state.with_pipeline(self.pipeline);
+        match self.page_search {
+            Some(sigma) => state.with_page_search(sigma),
+            None => state,
+        }
+    }
+
+    fn finish(&self, state: &mut BeamSearch, k: usize, out: &mut Vec<(f32, u32)>) {
+        out.clear();
+        if state.is_range() {
+            out.extend(state.range_results());
+        } else {
+            out.extend_from_slice(state.results(k));
+        }
+    }
+
+    fn reusable(&self, state: &BeamSearch) -> bool {
+        !state.is_range()
     }
 }

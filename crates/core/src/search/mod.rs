@@ -1,16 +1,19 @@
 //! Search: strategies written as state machines, run many at a time per
 //! worker thread by the scheduler (ARCHITECTURE.md, "The execution model").
+pub mod batch;
 pub mod beam;
 pub mod block;
 pub mod context;
 pub mod query;
 pub mod scheduler;
 pub mod stats;
+pub mod strategy;
 
-pub use beam::{BeamSearch, RangeRule};
+pub use beam::{Beam, BeamSearch, RangeRule};
 pub use context::SearchContext;
 pub use scheduler::{run_worker, QueryOutcome};
 pub use stats::QueryStats;
+pub use strategy::Strategy;
 
 use serde::{Deserialize, Serialize};
 
@@ -214,14 +217,25 @@ pub const UNDIRECTED_BLOCK: f64 = 4.0;
 /// last point where 4 won and the first where 2 did.
 pub const NARROW_BEAM_BLOCK: f64 = 6.0;
 
+/// One read a query asks for: a span of the pages file, and a key the query
+/// chooses to recognise it by when it completes (a node id, or an index into
+/// its own table when one node may be read in two ways, e.g. its graph block
+/// and its vector). The scheduler reads spans; it never asks what they hold
+/// (COMPOSITION.md, example F).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Read {
+    pub key: u32,
+    pub span: crate::layout::Span,
+}
+
 /// One query's state machine. The scheduler calls `step` when the query is
-/// new or has received data; `step` returns the nodes whose records it wants
-/// read (processing anything it can without I/O itself), and `on_read` is
-/// called once per read, with the whole span read.
+/// new or has received data; `step` returns the reads it wants (processing
+/// anything it can without I/O itself), and `on_read` is called once per
+/// read, with the whole span read.
 pub trait QueryState {
-    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<u32>);
-    /// `span` is everything read for node `id` (`ctx.layout.span_of(id)`).
-    fn on_read(&mut self, ctx: &SearchContext, id: u32, span: &[u8]);
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>);
+    /// `bytes` is everything read for the read with this `key`.
+    fn on_read(&mut self, ctx: &SearchContext, key: u32, bytes: &[u8]);
     /// True when no more reads will be asked for and the result is final.
     fn is_done(&self) -> bool;
     /// Work that need not precede the next reads (the pipeline of Starling

@@ -6,7 +6,7 @@
 //! 110k/s at 64).
 
 use super::context::SearchContext;
-use super::QueryState;
+use super::{QueryState, Read};
 use std::collections::VecDeque;
 use std::time::Instant;
 use stratavec_io::{BlockReader, IoError, ReadRequest};
@@ -57,7 +57,9 @@ where
     let in_flight = in_flight.max(1);
     let mut active: Vec<Option<Active<S>>> = (0..in_flight).map(|_| None).collect();
     let mut free_slots: Vec<u32> = (0..reader.slots() as u32).rev().collect();
-    let mut queue: VecDeque<(usize, u32)> = VecDeque::new();
+    let mut queue: VecDeque<(usize, Read)> = VecDeque::new();
+    // The span each busy slot was read for (a completion carries only its slot).
+    let mut slot_span = vec![crate::layout::Span { offset: 0, len: 0 }; reader.slots()];
     let mut exhausted = false;
     let mut reads = Vec::new();
     let mut completions = Vec::new();
@@ -88,12 +90,11 @@ where
                 q.dirty = false;
                 reads.clear();
                 q.state.step(ctx, &mut reads);
-                for &id in &reads {
-                    let span = ctx.layout.span_of(id);
+                for &r in &reads {
                     let st = q.state.stats();
                     st.reads += 1;
-                    st.bytes += span.len as u64;
-                    queue.push_back((a, id));
+                    st.bytes += r.span.len as u64;
+                    queue.push_back((a, r));
                 }
                 q.outstanding += reads.len();
             }
@@ -114,13 +115,13 @@ where
         // 2. Give queued reads to free buffer slots, submit them as one batch.
         while !queue.is_empty() {
             let Some(slot) = free_slots.pop() else { break };
-            let (a, id) = queue.pop_front().expect("non-empty");
-            let span = ctx.layout.span_of(id);
+            let (a, r) = queue.pop_front().expect("non-empty");
+            slot_span[slot as usize] = r.span;
             let req = ReadRequest {
-                offset: span.offset,
-                len: span.len,
+                offset: r.span.offset,
+                len: r.span.len,
                 slot,
-                tag: ((a as u64) << 32) | id as u64,
+                tag: ((a as u64) << 32) | r.key as u64,
             };
             if let Err(e) = reader.push(req) {
                 free_slots.push(slot);
@@ -171,17 +172,17 @@ where
         }
         for c in completions.drain(..) {
             let a = (c.tag >> 32) as usize;
-            let id = c.tag as u32;
+            let key = c.tag as u32;
+            let span = slot_span[c.slot as usize];
             let q = active[a].as_mut().expect("completion for an active query");
             q.outstanding -= 1;
             match c.result {
-                Ok(n) if n as usize >= ctx.layout.span_of(id).len as usize => {
-                    let span = ctx.layout.span_of(id).len as usize;
-                    q.state.on_read(ctx, id, &reader.slot(c.slot)[..span]);
+                Ok(n) if n >= span.len => {
+                    q.state
+                        .on_read(ctx, key, &reader.slot(c.slot)[..span.len as usize]);
                     q.dirty = true;
                 }
                 Ok(n) => {
-                    let span = ctx.layout.span_of(id);
                     q.error.get_or_insert(IoError::Io {
                         op: "read",
                         path: ctx.pages_path.to_path_buf(),
