@@ -11,10 +11,10 @@ pub struct Args {
     /// Index directory to create (an existing index there is replaced only
     /// when the build succeeds).
     index_dir: PathBuf,
-    /// Named composition of parts: diskann (id-order pages, beam search) or
-    /// starling (records shuffled into blocks with their neighbours, block
-    /// search).
-    #[arg(long, default_value = "diskann", value_parser = ["diskann", "starling"])]
+    /// Named composition of parts (`stratavec::profile`): diskann (id-order
+    /// pages, node cache, beam search) or starling (records shuffled into
+    /// blocks with their neighbours, block search).
+    #[arg(long, default_value = "diskann", value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
     profile: String,
     /// l2, ip or cosine.
     #[arg(long, default_value = "l2")]

@@ -11,6 +11,7 @@ pub mod graph;
 pub mod index;
 pub mod layout;
 pub mod memory;
+pub mod profile;
 pub mod progress;
 pub mod quant;
 pub mod search;

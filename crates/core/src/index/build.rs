@@ -105,16 +105,14 @@ fn default_shuffle_gain() -> f64 {
 }
 
 impl BuildParams {
-    /// The defaults of a profile: the starling profile shuffles its records
-    /// with BNF (Starling §4.1); diskann keeps id order.
+    /// The build defaults of the profile called `profile`
+    /// (`profile::PROFILES`); an unknown name keeps the default parts and
+    /// is refused when the build checks its parameters.
     pub fn for_profile(profile: &str) -> Self {
+        let parts = crate::profile::get(profile).unwrap_or(&crate::profile::PROFILES[0]);
         BuildParams {
             profile: profile.to_string(),
-            shuffle: if profile == "starling" {
-                Shuffle::Bnf
-            } else {
-                Shuffle::None
-            },
+            shuffle: parts.shuffle,
             ..Default::default()
         }
     }
@@ -211,13 +209,7 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     let arg = |what: &str, expected: &str, found: &dyn ToString| {
         Err(Error::argument(what, expected, found.to_string()))
     };
-    if !["diskann", "starling"].contains(&p.profile.as_str()) {
-        return arg(
-            "profile",
-            "diskann or starling (others are not built yet)",
-            &p.profile,
-        );
-    }
+    crate::profile::get(&p.profile)?;
     if p.graph_degree == 0 || p.graph_degree > 1024 {
         return arg("graph_degree (R)", "1..=1024", &p.graph_degree);
     }

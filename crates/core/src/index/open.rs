@@ -8,7 +8,9 @@ use crate::entry::{EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
 use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader};
 use crate::memory::node_cache::bytes_per_node;
+use crate::memory::planner::{self, granted, Demand, Part};
 use crate::memory::{MemoryReport, NodeCache};
+use crate::profile::Profile;
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
@@ -79,6 +81,8 @@ impl Default for OpenOptions {
 pub struct Index {
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// The composition the manifest names.
+    pub profile: &'static Profile,
     pages_path: PathBuf,
     layout: Box<dyn Layout>,
     quantizer: PqQuantizer,
@@ -221,54 +225,75 @@ impl Index {
 
         let quantizer = pq_file::load(&dir, &manifest)?;
 
-        // Memory plan: codes, then I/O buffers, then as many cached nodes as fit.
+        // The memory plan (memory::planner): codes, I/O buffers and the
+        // layout's map first; then the profile's parts in its order.
+        let profile = crate::profile::get(&manifest.profile).map_err(|_| {
+            Error::index(
+                &dir.join(super::manifest::MANIFEST),
+                "profile",
+                crate::profile::names().join(", "),
+                &manifest.profile,
+            )
+        })?;
         let buffers = opts.reserve_threads.max(1)
             * read_slots(opts.reserve_in_flight, opts.reserve_beam_width)
             * layout.max_span_bytes();
-        let use_nav = opts.navigation_graph && manifest.files.contains_key("nav.bin");
-        let entry: Box<dyn EntryPoints> = if use_nav {
-            let nav_path = check_file_size(&manifest, &dir, "nav.bin")?;
-            Box::new(NavGraph::read(
-                &nav_path,
-                manifest.n,
-                manifest.dim,
-                manifest.metric,
-            )?)
-        } else {
-            Box::new(Medoid(header.medoid))
+        // Read before the plan (a small sample of the vectors), so the plan
+        // charges the bytes it holds; dropped if the budget has no room.
+        let nav = match opts.navigation_graph && manifest.files.contains_key("nav.bin") {
+            true => {
+                let path = check_file_size(&manifest, &dir, "nav.bin")?;
+                Some(NavGraph::read(
+                    &path,
+                    manifest.n,
+                    manifest.dim,
+                    manifest.metric,
+                )?)
+            }
+            false => None,
         };
-        let fixed =
-            quantizer.resident_bytes() + buffers + layout.resident_bytes() + entry.resident_bytes();
-        let cache_nodes = match opts.memory_budget_bytes {
-            None => 0,
-            Some(budget) if (budget as usize) < fixed => {
-                return Err(Error::argument(
-                    "memory budget",
-                    format!(
-                        "at least {:.2} MB (PQ codes {:.2} MB + I/O buffers {:.2} MB + id map {:.2} MB + navigation graph {:.2} MB)",
-                        fixed as f64 / 1e6,
-                        quantizer.resident_bytes() as f64 / 1e6,
-                        buffers as f64 / 1e6,
-                        layout.resident_bytes() as f64 / 1e6,
-                        entry.resident_bytes() as f64 / 1e6,
-                    ),
-                    format!("{:.2} MB ({budget} bytes)", budget as f64 / 1e6),
-                ))
-            }
-            Some(budget) => {
-                ((budget as usize - fixed) / bytes_per_node(layout.record_bytes())).min(manifest.n)
-            }
+        let node_bytes = bytes_per_node(layout.record_bytes());
+        let mut demands = vec![
+            Demand {
+                part: Part::Codes,
+                bytes: quantizer.resident_bytes(),
+            },
+            Demand {
+                part: Part::Buffers,
+                bytes: buffers,
+            },
+            Demand {
+                part: Part::Map,
+                bytes: layout.resident_bytes(),
+            },
+        ];
+        for &part in profile.memory {
+            let bytes = match part {
+                Part::Nav => match &nav {
+                    Some(g) => g.resident_bytes(),
+                    None => continue,
+                },
+                Part::Nodes => manifest.n * node_bytes,
+                _ => continue,
+            };
+            demands.push(Demand { part, bytes });
+        }
+        let grants = planner::plan(opts.memory_budget_bytes.map(|b| b as usize), &demands)?;
+        let entry: Box<dyn EntryPoints> = match nav.filter(|_| granted(&grants, Part::Nav) > 0) {
+            Some(g) => Box::new(g),
+            None => Box::new(Medoid(header.medoid)),
         };
         let cache = load_bfs(
             &*layout,
             &mut *header_reader,
             header.medoid,
-            cache_nodes,
+            granted(&grants, Part::Nodes) / node_bytes,
             manifest.n,
             &pages_path,
         )?;
         let io_name = header_reader.name().to_string();
         drop(header_reader);
+        // What is held, part by part: the sum the budget is enforced on.
         let mut memory = MemoryReport::default();
         memory.add("codes", quantizer.resident_bytes());
         memory.add("cache", cache.resident_bytes());
@@ -279,7 +304,9 @@ impl Index {
         if entry.resident_bytes() > 0 {
             memory.add("nav", entry.resident_bytes());
         }
+        memory.plan = grants;
         Ok(Index {
+            profile,
             dir,
             entry,
             manifest,
@@ -309,7 +336,7 @@ impl Index {
         page_search: Option<bool>,
         pipeline: Option<bool>,
     ) -> SearchParams {
-        let profile = SearchParams::for_profile(&self.manifest.profile);
+        let profile = SearchParams::for_profile(self.profile);
         SearchParams {
             page_search: page_search.unwrap_or(profile.page_search),
             pipeline: pipeline.unwrap_or(profile.pipeline),

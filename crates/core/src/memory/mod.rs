@@ -1,6 +1,7 @@
 //! What is in RAM (the first of the five questions in ARCHITECTURE.md): the
 //! node cache and the accounting that enforces the memory budget.
 pub mod node_cache;
+pub mod planner;
 pub mod report;
 
 pub use node_cache::NodeCache;

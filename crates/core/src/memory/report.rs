@@ -3,9 +3,12 @@
 
 use serde::Serialize;
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct MemoryReport {
     pub parts: Vec<(String, usize)>,
+    /// What the planner granted each part, and why a part got less than
+    /// it asked for (`memory::planner`).
+    pub plan: Vec<super::planner::Grant>,
 }
 
 impl MemoryReport {

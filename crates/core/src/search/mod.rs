@@ -140,13 +140,11 @@ impl SearchParams {
         Ok(())
     }
 
-    /// The defaults of an index's profile: the starling profile searches
-    /// block by block with the pipeline on (Starling §4.2).
-    pub fn for_profile(profile: &str) -> Self {
-        let starling = profile == "starling";
+    /// The search defaults of a profile (`profile::PROFILES`).
+    pub fn for_profile(profile: &crate::profile::Profile) -> Self {
         SearchParams {
-            page_search: starling,
-            pipeline: starling,
+            page_search: profile.page_search,
+            pipeline: profile.pipeline,
             ..Default::default()
         }
     }
@@ -267,7 +265,8 @@ mod tests {
         assert_eq!((p.beam_width, p.in_flight), (1, 128));
         let p = base.clone().with_io(Some(2), Some(5));
         assert_eq!((p.beam_width, p.in_flight), (2, 5));
-        let starling = SearchParams::for_profile("starling").with_io_defaults(7.75);
+        let starling = SearchParams::for_profile(crate::profile::get("starling").unwrap())
+            .with_io_defaults(7.75);
         assert_eq!((starling.beam_width, starling.in_flight), (2, 64));
         assert_eq!(in_flight_for(0), 128);
         assert_eq!(in_flight_for(1000), 1);

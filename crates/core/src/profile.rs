@@ -1,0 +1,75 @@
+//! The named compositions (ARCHITECTURE.md, "How a profile becomes running
+//! parts"; COMPOSITION.md, example D). A profile is nothing more than a
+//! recorded choice of parts: how the build lays records out, what the
+//! memory planner fills after the codes, and which search runs by default.
+//! Everything below reads a [`Profile`]; nothing else compares profile
+//! names, so a new profile is one entry here plus its parts.
+
+use crate::error::{Error, Result};
+use crate::layout::shuffle::Shuffle;
+use crate::memory::planner::Part;
+
+/// One composition of parts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Profile {
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub about: &'static str,
+    /// Block shuffle of the records (Starling §4.1); `None` keeps id order.
+    pub shuffle: Shuffle,
+    /// What the memory planner fills, in this order, once the PQ codes,
+    /// I/O buffers and the layout's own map are in (Gorgeous §4.1 ②–④).
+    pub memory: &'static [Part],
+    /// Search defaults: block search (Starling §4.2).
+    pub page_search: bool,
+    /// Search defaults: the I/O–computation pipeline (Starling §4.2).
+    pub pipeline: bool,
+}
+
+/// Every profile, the default first.
+pub const PROFILES: &[Profile] = &[
+    Profile {
+        name: "diskann",
+        about: "DiskANN: id-order records, PQ codes and a BFS node cache in RAM, beam search",
+        shuffle: Shuffle::None,
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: false,
+        pipeline: false,
+    },
+    Profile {
+        name: "starling",
+        about: "Starling: records shuffled into blocks (BNF), block search with the pipeline",
+        shuffle: Shuffle::Bnf,
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: true,
+        pipeline: true,
+    },
+];
+
+/// The profile called `name`; an error lists the known ones.
+pub fn get(name: &str) -> Result<&'static Profile> {
+    PROFILES
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| Error::argument("profile", format!("one of {}", names().join(", ")), name))
+}
+
+/// The names of every profile, the default first.
+pub fn names() -> Vec<&'static str> {
+    PROFILES.iter().map(|p| p.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_is_found_by_its_name_and_unknown_names_list_them() {
+        for p in PROFILES {
+            assert_eq!(get(p.name).unwrap(), p);
+        }
+        let e = get("gorgeus").unwrap_err().to_string();
+        assert!(e.contains("diskann, starling"), "{e}");
+        assert!(e.contains("gorgeus"), "{e}");
+    }
+}
