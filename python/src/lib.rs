@@ -199,7 +199,7 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
 #[pyo3(signature = (
     data, index_dir, *, metric = "l2", graph_degree = 64, complexity = None,
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
-    threads = None, profile = "diskann", shuffle = None, nav_sample = 0.0,
+    threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -218,7 +218,7 @@ fn build_index<'py>(
     threads: Option<i64>,
     profile: &str,
     shuffle: Option<&str>,
-    nav_sample: f32,
+    nav_sample: Option<f32>,
     store: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
@@ -240,7 +240,7 @@ fn build_index<'py>(
     };
     let params = BuildParams {
         shuffle,
-        nav_sample,
+        nav_sample: nav_sample.unwrap_or(base.nav_sample),
         metric,
         graph_degree: count("graph_degree", graph_degree, 1)?,
         complexity: given("complexity", complexity, base.complexity)?,

@@ -62,11 +62,18 @@ pub struct Args {
     /// the graph. Default: 24 when blocks hold 4 or more records, else 0.
     #[arg(long, value_name = "K")]
     shuffle_nearest: Option<usize>,
-    /// Navigation graph sample ratio μ (Starling §4.3); 0 = none. Off by
-    /// default: with a BFS node cache around the medoid, starting elsewhere
+    /// Navigation graph sample ratio μ (Starling §4.3); 0 = none. Default:
+    /// the profile's: 0.005 for gorgeous (Gorgeous §4.1 ②, whose graph
+    /// cache is ranked by distance to it); off for diskann and starling,
+    /// where with a BFS node cache around the medoid, starting elsewhere
     /// costs more reads than it saves (measured on wordnet-minilm-pca96 20k).
-    #[arg(long, default_value_t = 0.0)]
-    nav_sample: f32,
+    #[arg(long)]
+    nav_sample: Option<f32>,
+    /// Order in which the graph cache holds adjacency lists (profiles with
+    /// one: gorgeous): nav (distance to the navigation graph, Gorgeous
+    /// §4.1), indegree (most linked first) or bfs (from the medoid).
+    #[arg(long, default_value = "nav")]
+    cache_rank: stratavec::memory::cache_rank::CacheRank,
     /// Element type of the vectors stored on disk: f16 halves their bytes
     /// (more records per block, more nodes cached) at a relative rounding
     /// error of 2^-11 per component; f32 data only. Default: the data's type.
@@ -88,7 +95,8 @@ pub fn run(a: Args) -> Result<()> {
         shuffle_iterations: a.shuffle_iterations,
         shuffle_undirected: a.shuffle_undirected,
         shuffle_nearest: a.shuffle_nearest,
-        nav_sample: a.nav_sample,
+        nav_sample: a.nav_sample.unwrap_or(base.nav_sample),
+        cache_rank: a.cache_rank,
         profile: a.profile,
         metric: a.metric,
         graph_degree: a.graph_degree,

@@ -24,6 +24,11 @@ pub struct Profile {
     pub page_search: bool,
     /// Search defaults: the I/O–computation pipeline (Starling §4.2).
     pub pipeline: bool,
+    /// Search defaults: the two-stage search (Gorgeous §4.2).
+    pub two_stage: bool,
+    /// Build defaults: the navigation graph's share of the vectors
+    /// (Starling §4.3, Gorgeous §4.1 ②); 0 starts at the medoid.
+    pub nav_sample: f32,
 }
 
 /// Every profile, the default first.
@@ -35,6 +40,8 @@ pub const PROFILES: &[Profile] = &[
         memory: &[Part::Nav, Part::Nodes],
         page_search: false,
         pipeline: false,
+        two_stage: false,
+        nav_sample: 0.0,
     },
     Profile {
         name: "starling",
@@ -43,6 +50,18 @@ pub const PROFILES: &[Profile] = &[
         memory: &[Part::Nav, Part::Nodes],
         page_search: true,
         pipeline: true,
+        two_stage: false,
+        nav_sample: 0.0,
+    },
+    Profile {
+        name: "gorgeous",
+        about: "Gorgeous: adjacency lists cached before vectors, two-stage search",
+        shuffle: Shuffle::None,
+        memory: &[Part::Nav, Part::Adjacency, Part::Nodes],
+        page_search: false,
+        pipeline: false,
+        two_stage: true,
+        nav_sample: 0.005,
     },
 ];
 
@@ -69,7 +88,7 @@ mod tests {
             assert_eq!(get(p.name).unwrap(), p);
         }
         let e = get("gorgeus").unwrap_err().to_string();
-        assert!(e.contains("diskann, starling"), "{e}");
+        assert!(e.contains("diskann, starling, gorgeous"), "{e}");
         assert!(e.contains("gorgeus"), "{e}");
     }
 }

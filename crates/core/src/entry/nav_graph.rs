@@ -77,6 +77,32 @@ impl NavGraph {
         }
     }
 
+    /// The graph's greedy search for `query` with list size `complexity`.
+    fn search(&self, query: &[f32], complexity: usize) -> CandidateList {
+        let mut list = CandidateList::new(complexity);
+        let mut visited = VisitedSet::with_capacity(complexity * 16);
+        visited.insert(self.medoid);
+        list.insert(self.medoid, self.dist(query, self.medoid));
+        while let Some(c) = list.pop_closest_unexpanded() {
+            for &v in &self.lists[c.id as usize] {
+                if visited.insert(v) {
+                    list.insert(v, self.dist(query, v));
+                }
+            }
+        }
+        list
+    }
+
+    /// The distance from `point` to the nearest node of the graph that a
+    /// search with list size `complexity` finds (Gorgeous §4.1 ranks the
+    /// graph cache by it).
+    pub fn nearest_distance(&self, point: &[f32], complexity: usize) -> f32 {
+        self.search(point, complexity.max(1))
+            .as_slice()
+            .first()
+            .map_or(f32::INFINITY, |c| c.dist)
+    }
+
     pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
         out.write_all(MAGIC)?;
         out.write_all(&(self.dim as u32).to_le_bytes())?;
@@ -192,18 +218,7 @@ impl EntryPoints for NavGraph {
     /// of `complexity` (at least the number of entries); the nearest
     /// `entries` sample nodes (as global ids) start the disk search.
     fn starts(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>) {
-        let complexity = complexity.max(self.entries);
-        let mut list = CandidateList::new(complexity);
-        let mut visited = VisitedSet::with_capacity(complexity * 16);
-        visited.insert(self.medoid);
-        list.insert(self.medoid, self.dist(query, self.medoid));
-        while let Some(c) = list.pop_closest_unexpanded() {
-            for &v in &self.lists[c.id as usize] {
-                if visited.insert(v) {
-                    list.insert(v, self.dist(query, v));
-                }
-            }
-        }
+        let list = self.search(query, complexity.max(self.entries));
         out.extend(
             list.as_slice()
                 .iter()

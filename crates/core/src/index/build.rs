@@ -12,6 +12,9 @@ use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
 use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
 use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
+use crate::memory::adjacency_cache::{self, GRAPH_FILE};
+use crate::memory::cache_rank::{self, CacheRank};
+use crate::memory::planner::Part;
 use crate::progress::Progress;
 use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
 use crate::quant::pq_file;
@@ -72,6 +75,10 @@ pub struct BuildParams {
     /// Degree of the navigation graph.
     #[serde(default = "default_nav_degree")]
     pub nav_degree: usize,
+    /// Order in which the graph cache holds adjacency lists (profiles
+    /// whose memory plan has one; `memory::cache_rank`).
+    #[serde(default)]
+    pub cache_rank: CacheRank,
     /// Element type of the vectors stored on disk when it differs from the
     /// data's: `f16` (from float data) halves the record's vector bytes, so
     /// a block holds more records and the node cache more nodes, at a
@@ -113,6 +120,7 @@ impl BuildParams {
         BuildParams {
             profile: profile.to_string(),
             shuffle: parts.shuffle,
+            nav_sample: parts.nav_sample,
             ..Default::default()
         }
     }
@@ -169,6 +177,7 @@ impl Default for BuildParams {
             shuffle_nearest: None,
             nav_sample: 0.0,
             nav_degree: 32,
+            cache_rank: CacheRank::Nav,
             store: None,
             unset: Unset::default(),
         }
@@ -347,6 +356,7 @@ pub fn build_index(
     let (params, chosen) = fit(params, n, dim, data_dtype)?;
     let params = &params;
     check_params(params, n, dim, data_dtype)?;
+    let profile = crate::profile::get(&params.profile)?;
     for (field, why) in &chosen {
         progress.note(&format!("{field} = {why}"));
     }
@@ -526,6 +536,7 @@ pub fn build_index(
         layout.name()
     };
     drop(w);
+    let mut nav_graph = None;
     if params.nav_sample > 0.0 {
         checkpoint(progress, dir, "nav")?;
         let t = Instant::now();
@@ -545,6 +556,29 @@ pub fn build_index(
         extra_files.push("nav.bin");
         progress.finish();
         nested += stage("nav", t, 0.0);
+        nav_graph = Some(nav);
+    }
+    // The adjacency lists apart, in the order the graph cache takes them
+    // (Gorgeous §4.1), for profiles whose memory plan holds them.
+    if profile.memory.contains(&Part::Adjacency) {
+        checkpoint(progress, dir, "rank")?;
+        let t = Instant::now();
+        progress.stage("rank graph cache", 0);
+        let order = pool.install(|| {
+            cache_rank::rank(
+                params.cache_rank,
+                &graph.lists,
+                graph.medoid,
+                &f32_data,
+                dim,
+                nav_graph.as_ref(),
+            )
+        });
+        let path = staging.dir.join(GRAPH_FILE);
+        write_file(&path, |w| adjacency_cache::write(w, &order, &graph.lists))?;
+        extra_files.push(GRAPH_FILE);
+        progress.finish();
+        nested += stage("rank", t, 0.0);
     }
     let codes_path = staging.dir.join("codes.bin");
     write_file(&codes_path, |w| pq_file::write(w, &codebook, &pq.codes))?;

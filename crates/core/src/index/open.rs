@@ -7,15 +7,16 @@ use crate::data::{DType, Metric};
 use crate::entry::{EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
 use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader};
+use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::planner::{self, granted, Demand, Part};
-use crate::memory::{MemoryReport, NodeCache};
+use crate::memory::{AdjacencyCache, MemoryReport, NodeCache};
 use crate::profile::Profile;
 use crate::quant::{pq_file, PqQuantizer, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, READ_SLOTS};
-use crate::search::{Beam, RangeRule, SearchContext, SearchParams};
+use crate::search::{Beam, RangeRule, SearchContext, SearchParams, TwoStage};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -87,6 +88,7 @@ pub struct Index {
     layout: Box<dyn Layout>,
     quantizer: PqQuantizer,
     cache: NodeCache,
+    pub(crate) adjacency: AdjacencyCache,
     entry: Box<dyn EntryPoints>,
     memory: MemoryReport,
     io: Backend,
@@ -253,6 +255,10 @@ impl Index {
             false => None,
         };
         let node_bytes = bytes_per_node(layout.record_bytes());
+        let graph_path = match manifest.files.contains_key(GRAPH_FILE) {
+            true => Some(check_file_size(&manifest, &dir, GRAPH_FILE)?),
+            false => None,
+        };
         let mut demands = vec![
             Demand {
                 part: Part::Codes,
@@ -273,6 +279,10 @@ impl Index {
                     Some(g) => g.resident_bytes(),
                     None => continue,
                 },
+                Part::Adjacency => match &graph_path {
+                    Some(p) => adjacency_cache::demand(p)?,
+                    None => continue,
+                },
                 Part::Nodes => manifest.n * node_bytes,
                 _ => continue,
             };
@@ -291,12 +301,19 @@ impl Index {
             manifest.n,
             &pages_path,
         )?;
+        let adjacency = match &graph_path {
+            Some(p) => AdjacencyCache::load(p, manifest.n, granted(&grants, Part::Adjacency))?,
+            None => AdjacencyCache::default(),
+        };
         let io_name = header_reader.name().to_string();
         drop(header_reader);
         // What is held, part by part: the sum the budget is enforced on.
         let mut memory = MemoryReport::default();
         memory.add("codes", quantizer.resident_bytes());
         memory.add("cache", cache.resident_bytes());
+        if adjacency.resident_bytes() > 0 {
+            memory.add("adjacency", adjacency.resident_bytes());
+        }
         memory.add("buffers", buffers);
         if layout.resident_bytes() > 0 {
             memory.add("map", layout.resident_bytes());
@@ -306,6 +323,7 @@ impl Index {
         }
         memory.plan = grants;
         Ok(Index {
+            adjacency,
             profile,
             dir,
             entry,
@@ -374,12 +392,13 @@ impl Index {
         self.io_name.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    fn context(&self, params: &SearchParams) -> SearchContext<'_> {
+    pub(crate) fn context(&self, params: &SearchParams) -> SearchContext<'_> {
         SearchContext {
             entry_complexity: params.nav_complexity,
             layout: &*self.layout,
             quantizer: &self.quantizer,
             cache: &self.cache,
+            adjacency: &self.adjacency,
             entry: &*self.entry,
             metric: self.manifest.metric,
             dtype: self.manifest.dtype,
@@ -468,7 +487,7 @@ impl Index {
     }
 
     /// A reader with at least `slots` buffer slots: a pooled one, or a new one.
-    fn take_reader(&self, slots: usize) -> Result<Box<dyn BlockReader>> {
+    pub(crate) fn take_reader(&self, slots: usize) -> Result<Box<dyn BlockReader>> {
         if let Ok(mut pool) = self.readers.lock() {
             if let Some(i) = pool.iter().position(|r| r.slots() >= slots) {
                 return Ok(pool.swap_remove(i));
@@ -531,6 +550,7 @@ impl Index {
         // The one place a strategy is chosen (COMPOSITION.md, example A).
         let (mut out, ends) = match strategy_for(params, ctx.metric) {
             Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
         };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
@@ -579,10 +599,18 @@ impl Index {
 /// The strategies a search can run, each a part of its own.
 enum Chosen {
     Beam(Beam),
+    TwoStage(TwoStage),
 }
 
 /// The strategy `params` ask for.
 fn strategy_for(params: &SearchParams, metric: Metric) -> Chosen {
+    if params.two_stage && params.radius.is_none() {
+        return Chosen::TwoStage(TwoStage {
+            complexity: params.complexity,
+            beam_width: params.beam_width,
+            refine_ratio: params.refine_ratio,
+        });
+    }
     Chosen::Beam(Beam {
         complexity: params.complexity,
         beam_width: params.beam_width,

@@ -1,8 +1,11 @@
 //! What is in RAM (the first of the five questions in ARCHITECTURE.md): the
 //! node cache and the accounting that enforces the memory budget.
+pub mod adjacency_cache;
+pub mod cache_rank;
 pub mod node_cache;
 pub mod planner;
 pub mod report;
 
+pub use adjacency_cache::AdjacencyCache;
 pub use node_cache::NodeCache;
 pub use report::MemoryReport;

@@ -4,13 +4,15 @@
 use crate::data::{DType, Metric};
 use crate::entry::EntryPoints;
 use crate::layout::Layout;
-use crate::memory::NodeCache;
+use crate::memory::{AdjacencyCache, NodeCache};
 use crate::quant::Quantizer;
 
 pub struct SearchContext<'a> {
     pub layout: &'a dyn Layout,
     pub quantizer: &'a dyn Quantizer,
     pub cache: &'a NodeCache,
+    /// Adjacency lists held without their vectors (Gorgeous's graph cache).
+    pub adjacency: &'a AdjacencyCache,
     pub entry: &'a dyn EntryPoints,
     /// The search list size `entry` may use (`SearchParams::nav_complexity`).
     pub entry_complexity: usize,

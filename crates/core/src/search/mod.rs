@@ -8,12 +8,14 @@ pub mod query;
 pub mod scheduler;
 pub mod stats;
 pub mod strategy;
+pub mod two_stage;
 
 pub use beam::{Beam, BeamSearch, RangeRule};
 pub use context::SearchContext;
 pub use scheduler::{run_worker, QueryOutcome};
 pub use stats::QueryStats;
 pub use strategy::Strategy;
+pub use two_stage::{TwoStage, TwoStageSearch};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +54,14 @@ pub struct SearchParams {
     /// query's CPU by 13%.
     #[serde(default = "default_nav_complexity")]
     pub nav_complexity: usize,
+    /// Gorgeous's two-stage search (§4.2): a search on estimates that reads
+    /// only what the graph cache does not hold, then exact distances for
+    /// the top ⌈σ·L⌉ candidates. k-NN only (a range search runs the beam).
+    #[serde(default)]
+    pub two_stage: bool,
+    /// The two-stage search's refinement ratio σ (Gorgeous §4.2: 0.5).
+    #[serde(default = "default_refine_ratio")]
+    pub refine_ratio: f32,
     /// Range search: return every vector within this distance (in the
     /// reported unit: squared L2, -dot, or 1 - cos) instead of the top k.
     #[serde(default)]
@@ -77,6 +87,10 @@ fn default_nav_complexity() -> usize {
     16
 }
 
+fn default_refine_ratio() -> f32 {
+    0.5
+}
+
 fn default_prune_ratio() -> f32 {
     0.3
 }
@@ -93,6 +107,8 @@ impl Default for SearchParams {
             prune_ratio: 0.3,
             nav_complexity: default_nav_complexity(),
             pipeline: false,
+            two_stage: false,
+            refine_ratio: default_refine_ratio(),
             radius: None,
             range_phi: default_range_phi(),
             range_max_complexity: default_range_max(),
@@ -130,6 +146,13 @@ impl SearchParams {
         if self.nav_complexity == 0 {
             return Err(Error::argument("nav_complexity", "at least 1", 0));
         }
+        if !(self.refine_ratio > 0.0 && self.refine_ratio <= 1.0) {
+            return Err(Error::argument(
+                "refine_ratio (σ)",
+                "in (0, 1]",
+                self.refine_ratio,
+            ));
+        }
         if !(0.0..=1.0).contains(&self.prune_ratio) {
             return Err(Error::argument(
                 "prune_ratio (σ)",
@@ -145,6 +168,7 @@ impl SearchParams {
         SearchParams {
             page_search: profile.page_search,
             pipeline: profile.pipeline,
+            two_stage: profile.two_stage,
             ..Default::default()
         }
     }

@@ -1,0 +1,296 @@
+//! Gorgeous's graph cache (§4.1, "graph prioritized memory cache"): the
+//! adjacency lists alone, no vectors, of the best-ranked nodes. With PQ
+//! codes in RAM a search needs a node's list at every hop but its exact
+//! vector only if it ends among the top candidates (§3.3), so a list held
+//! here saves a read that a whole cached record would cost 4-10x the bytes
+//! to save.
+//!
+//! `graph.bin`, written by the build, holds every list packed (u16 degree,
+//! ⌈log2 n⌉-bit ids, as the blocked layout packs them), in rank order, so
+//! the cache loads the longest prefix its budget grant holds:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `STRVADJ1` |
+//! | 8 | n (u64) |
+//! | 4 | id bits (u32) |
+//! | 4 n | node ids in rank order (u32) |
+//! | 8 (n + 1) | byte offset of each list in the list section (u64) |
+//! | ... | the lists, in rank order |
+
+use crate::error::{Error, FileContext, Result};
+use crate::layout::record::{id_bits, packed_len, write_packed, NodeView};
+use std::io::{Read, Write};
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"STRVADJ1";
+/// The file's name in an index directory.
+pub const GRAPH_FILE: &str = "graph.bin";
+const HEADER: usize = 20;
+
+/// Writes `graph.bin`: `lists[id]` for every id, in the order of `rank`
+/// (a permutation of 0..n, best first).
+pub fn write(out: &mut impl Write, rank: &[u32], lists: &[Vec<u32>]) -> std::io::Result<()> {
+    let n = lists.len();
+    assert_eq!(rank.len(), n, "rank must order every node");
+    let bits = id_bits(n);
+    out.write_all(MAGIC)?;
+    out.write_all(&(n as u64).to_le_bytes())?;
+    out.write_all(&bits.to_le_bytes())?;
+    for &id in rank {
+        out.write_all(&id.to_le_bytes())?;
+    }
+    let mut offset = 0u64;
+    out.write_all(&offset.to_le_bytes())?;
+    for &id in rank {
+        offset += packed_len(0, lists[id as usize].len(), bits) as u64;
+        out.write_all(&offset.to_le_bytes())?;
+    }
+    let mut buf = Vec::new();
+    for &id in rank {
+        let l = &lists[id as usize];
+        buf.resize(packed_len(0, l.len(), bits), 0);
+        write_packed(&mut buf, &[], l, bits);
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+/// Bytes in RAM of a cache holding `nodes` of n nodes whose lists take
+/// `list_bytes`: the lists, a u64 offset per node (lists of 100M nodes
+/// pass 4 GB), and (unless every node is held, when ids index directly)
+/// the sorted ids.
+pub fn resident_bytes_for(nodes: usize, n: usize, list_bytes: usize) -> usize {
+    list_bytes + 8 * (nodes + 1) + if nodes == n { 0 } else { 4 * nodes }
+}
+
+/// The adjacency lists of some nodes, looked up by id.
+#[derive(Default)]
+pub struct AdjacencyCache {
+    n: usize,
+    bits: u32,
+    /// Sorted ids held; empty when every node is (ids index `offsets`).
+    ids: Vec<u32>,
+    /// Start of each held list in `lists` (one more than the nodes held).
+    offsets: Vec<u64>,
+    lists: Vec<u8>,
+}
+
+/// What `graph.bin` asks for: the bytes to hold every list.
+pub fn demand(path: &Path) -> Result<usize> {
+    let (n, _, _, offsets) = read_head(path)?;
+    Ok(resident_bytes_for(n, n, offsets[n] as usize))
+}
+
+/// n, id bits, rank order and list offsets of `graph.bin`.
+type Head = (usize, u32, Vec<u32>, Vec<u64>);
+
+fn read_head(path: &Path) -> Result<Head> {
+    let mut f = std::io::BufReader::new(std::fs::File::open(path).at("open", path)?);
+    let mut h = [0u8; HEADER];
+    f.read_exact(&mut h).at("read", path)?;
+    if &h[..8] != MAGIC {
+        return Err(Error::index(path, "magic", "\"STRVADJ1\"", "other bytes"));
+    }
+    let n = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes")) as usize;
+    let bits = u32::from_le_bytes(h[16..20].try_into().expect("4 bytes"));
+    if bits != id_bits(n) {
+        return Err(Error::index(path, "id bits", id_bits(n), bits));
+    }
+    let len = std::fs::metadata(path).at("stat", path)?.len() as usize;
+    if len < HEADER + 4 * n + 8 * (n + 1) {
+        return Err(Error::index(
+            path,
+            "size",
+            format!("at least {} bytes for {n} nodes", HEADER + 12 * n + 8),
+            len,
+        ));
+    }
+    let mut b = vec![0u8; 4 * n];
+    f.read_exact(&mut b).at("read", path)?;
+    let rank: Vec<u32> = b
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    let mut b = vec![0u8; 8 * (n + 1)];
+    f.read_exact(&mut b).at("read", path)?;
+    let offsets: Vec<u64> = b
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    let lists_at = HEADER + 12 * n + 8;
+    if offsets[0] != 0
+        || offsets.windows(2).any(|w| w[1] < w[0])
+        || lists_at as u64 + offsets[n] != len as u64
+    {
+        return Err(Error::index(
+            path,
+            "list offsets",
+            format!("increasing from 0 to the {} bytes of lists", len - lists_at),
+            "other values (corrupt file)",
+        ));
+    }
+    Ok((n, bits, rank, offsets))
+}
+
+impl AdjacencyCache {
+    /// Loads the best-ranked lists of `graph.bin` that fit in `budget`
+    /// bytes (as counted by [`resident_bytes_for`]), for an index of `n`
+    /// nodes.
+    pub fn load(path: &Path, n: usize, budget: usize) -> Result<AdjacencyCache> {
+        let (fn_, bits, rank, offsets) = read_head(path)?;
+        if fn_ != n {
+            return Err(Error::index(path, "n", n, fn_));
+        }
+        // The longest prefix of the rank order that fits (all of it is
+        // cheaper than all but one: it needs no id array).
+        let fits = |m: usize| resident_bytes_for(m, n, offsets[m] as usize) <= budget;
+        let (mut lo, mut hi) = if fits(n) {
+            (n, n)
+        } else {
+            (0, n.saturating_sub(1))
+        };
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let m = lo;
+        let mut f = std::fs::File::open(path).at("open", path)?;
+        let lists_at = (HEADER + 12 * n + 8) as u64;
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(lists_at))
+            .at("seek", path)?;
+        let mut raw = vec![0u8; offsets[m] as usize];
+        f.read_exact(&mut raw).at("read", path)?;
+        // Re-ordered by id, so a lookup is a binary search (or an index).
+        let mut held: Vec<(u32, usize)> = (0..m).map(|i| (rank[i], i)).collect();
+        held.sort_unstable();
+        let mut cache = AdjacencyCache {
+            n,
+            bits,
+            ids: if m == n {
+                Vec::new()
+            } else {
+                held.iter().map(|h| h.0).collect()
+            },
+            offsets: Vec::with_capacity(m + 1),
+            lists: Vec::with_capacity(raw.len()),
+        };
+        for (k, &(id, i)) in held.iter().enumerate() {
+            if m == n && id as usize != k {
+                return Err(Error::index(
+                    path,
+                    "rank order",
+                    "a permutation of the ids",
+                    "repeats",
+                ));
+            }
+            let list = &raw[offsets[i] as usize..offsets[i + 1] as usize];
+            let view = NodeView::parse_packed(list, 0, usize::MAX, bits);
+            if let Some(bad) = view.neighbors().find(|&v| v as usize >= n) {
+                return Err(Error::index(
+                    path,
+                    format!("node {id}: neighbour id"),
+                    format!("< {n}"),
+                    bad,
+                ));
+            }
+            cache.offsets.push(cache.lists.len() as u64);
+            cache.lists.extend_from_slice(list);
+        }
+        cache.offsets.push(cache.lists.len() as u64);
+        Ok(cache)
+    }
+
+    /// Node `id`'s neighbours, if held (a view with an empty vector).
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<NodeView<'_>> {
+        let i = if self.ids.is_empty() {
+            if (id as usize) >= self.offsets.len().saturating_sub(1) {
+                return None;
+            }
+            id as usize
+        } else {
+            self.ids.binary_search(&id).ok()?
+        };
+        let list = &self.lists[self.offsets[i] as usize..self.offsets[i + 1] as usize];
+        Some(NodeView::parse_packed(list, 0, usize::MAX, self.bits))
+    }
+
+    /// Nodes held.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn resident_bytes(&self) -> usize {
+        if self.offsets.is_empty() {
+            return 0;
+        }
+        resident_bytes_for(self.len(), self.n, self.lists.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        /// Whatever the budget: the cache holds a prefix of the rank order,
+        /// every held list equals the graph's, nothing else is held, and
+        /// its bytes never exceed the budget.
+        #[test]
+        fn holds_the_best_ranked_lists_within_its_budget(n in 1usize..300, seed in any::<u64>(), budget in 0usize..20_000) {
+            let mut rng = crate::util::rng::Rng::new(seed);
+            let lists: Vec<Vec<u32>> = (0..n).map(|_| {
+                let d = rng.below(12);
+                (0..d).map(|_| rng.below(n) as u32).collect()
+            }).collect();
+            let mut rank: Vec<u32> = (0..n as u32).collect();
+            rng.shuffle(&mut rank);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("graph.bin");
+            let mut f = std::fs::File::create(&path).unwrap();
+            write(&mut f, &rank, &lists).unwrap();
+            drop(f);
+            let full = demand(&path).unwrap();
+            let c = AdjacencyCache::load(&path, n, budget).unwrap();
+            prop_assert!(c.resident_bytes() <= budget);
+            prop_assert_eq!(budget >= full, c.len() == n);
+            for (i, &id) in rank.iter().enumerate() {
+                match c.get(id) {
+                    Some(v) => {
+                        prop_assert!(i < c.len());
+                        prop_assert_eq!(v.neighbors().collect::<Vec<_>>(), lists[id as usize].clone());
+                    }
+                    None => prop_assert!(i >= c.len()),
+                }
+            }
+            prop_assert!(c.get(n as u32).is_none());
+        }
+    }
+
+    #[test]
+    fn a_truncated_file_is_refused_with_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("graph.bin");
+        let lists = vec![vec![1u32], vec![0]];
+        let mut b = Vec::new();
+        write(&mut b, &[0, 1], &lists).unwrap();
+        std::fs::write(&path, &b[..b.len() - 1]).unwrap();
+        let e = AdjacencyCache::load(&path, 2, 1 << 20)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("graph.bin") && e.contains("list offsets"), "{e}");
+    }
+}

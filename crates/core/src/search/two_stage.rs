@@ -1,0 +1,413 @@
+//! Gorgeous's two-stage search (§4.2, Algorithm 2).
+//!
+//! **Search stage**: a greedy search on PQ estimates alone. The closest
+//! unexpanded candidate is expanded from the graph cache when its list is
+//! held there (no I/O), else its block is read: the block's vector gives an
+//! exact distance, its list is expanded, and so is every list the block
+//! replicates (§3.4) whose node waits in the candidate list (line 19-20).
+//! Up to W blocks are in flight at once and each is processed as it
+//! arrives, so there is no hop barrier (§4.3's asynchronous prefetch,
+//! within one query; across queries the scheduler already overlaps).
+//!
+//! **Refinement stage**: the top ⌈σ·L⌉ candidates by estimate that have no
+//! exact distance yet get one, from the node cache or from a read of their
+//! vector, all submitted at once and each processed as it completes (§4.3,
+//! "other optimizations"). The result is the top k by exact distance.
+
+use super::context::SearchContext;
+use super::query::PreparedQuery;
+use super::strategy::Strategy;
+use super::{QueryState, QueryStats, Read};
+use crate::layout::NodeView;
+use crate::quant::QueryTable;
+use crate::util::candidates::CandidateList;
+use crate::util::visited::VisitedSet;
+
+/// The two-stage search as a [`Strategy`].
+pub struct TwoStage {
+    /// Candidate list size D (L).
+    pub complexity: usize,
+    /// Blocks in flight per query in the search stage (W).
+    pub beam_width: usize,
+    /// Refinement ratio σ: the top ⌈σ·L⌉ candidates are re-ranked
+    /// (Gorgeous's default 0.5).
+    pub refine_ratio: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Search,
+    Refine,
+    Done,
+}
+
+pub struct TwoStageSearch {
+    query: PreparedQuery,
+    table: QueryTable,
+    list: CandidateList,
+    visited: VisitedSet,
+    /// Exact distance and id of every node whose vector the search saw.
+    exact: Vec<(f32, u32)>,
+    exact_seen: VisitedSet,
+    beam_width: usize,
+    refine: usize,
+    pending: usize,
+    stage: Stage,
+    stats: QueryStats,
+    corrupt: Option<String>,
+    fresh: Vec<u32>,
+    fresh_est: Vec<f32>,
+}
+
+fn visited_capacity(complexity: usize) -> usize {
+    (complexity * 48).max(2048)
+}
+
+impl TwoStageSearch {
+    fn new(ctx: &SearchContext, query: PreparedQuery, p: &TwoStage) -> Self {
+        let mut s = TwoStageSearch {
+            query,
+            table: QueryTable::default(),
+            list: CandidateList::new(p.complexity),
+            visited: VisitedSet::for_ids_below(ctx.n, visited_capacity(p.complexity)),
+            exact: Vec::with_capacity(p.complexity),
+            exact_seen: VisitedSet::with_capacity((p.complexity * 2).max(256)),
+            beam_width: 1,
+            refine: 0,
+            pending: 0,
+            stage: Stage::Search,
+            stats: QueryStats::default(),
+            corrupt: None,
+            fresh: Vec::new(),
+            fresh_est: Vec::new(),
+        };
+        s.start(ctx, p);
+        s
+    }
+
+    /// Resets a finished search for a new query, keeping its buffers.
+    fn recycle(mut self, ctx: &SearchContext, query: PreparedQuery, p: &TwoStage) -> Self {
+        self.query = query;
+        self.list.reset(p.complexity);
+        self.visited.clear();
+        self.visited.reserve(visited_capacity(p.complexity));
+        self.exact.clear();
+        self.exact_seen.clear();
+        self.pending = 0;
+        self.stage = Stage::Search;
+        self.stats = QueryStats::default();
+        self.corrupt = None;
+        self.start(ctx, p);
+        self
+    }
+
+    fn start(&mut self, ctx: &SearchContext, p: &TwoStage) {
+        self.beam_width = p.beam_width.max(1);
+        self.refine = ((p.refine_ratio.clamp(0.0, 1.0) * p.complexity as f32).ceil() as usize)
+            .clamp(1, p.complexity.max(1));
+        ctx.quantizer.prepare(&self.query.f32, &mut self.table);
+        let mut starts = Vec::new();
+        ctx.entry
+            .starts(&self.query.f32, ctx.entry_complexity, &mut starts);
+        for id in starts {
+            if self.visited.insert(id) {
+                let d = ctx.quantizer.estimate(&self.table, id);
+                self.stats.estimated += 1;
+                self.list.insert(id, d);
+            }
+        }
+    }
+
+    fn add_exact(&mut self, id: u32, vector: &[u8]) {
+        if self.exact_seen.insert(id) {
+            let d = self.query.distance(vector);
+            self.stats.exact += 1;
+            self.exact.push((d, id));
+        }
+    }
+
+    /// Lists `node`'s unvisited neighbours at their estimates (Algorithm 2,
+    /// `Expand`).
+    fn expand(&mut self, ctx: &SearchContext, id: u32, node: NodeView<'_>) {
+        self.stats.hops += 1;
+        self.fresh.clear();
+        for nb in node.neighbors() {
+            if nb as usize >= ctx.n {
+                self.corrupt.get_or_insert_with(|| {
+                    format!(
+                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
+                        ctx.pages_path.display(),
+                        ctx.n
+                    )
+                });
+                self.stage = Stage::Done;
+                continue;
+            }
+            if self.visited.insert(nb) {
+                self.fresh.push(nb);
+            }
+        }
+        self.fresh_est.resize(self.fresh.len(), 0.0);
+        ctx.quantizer
+            .estimate_many(&self.table, &self.fresh, &mut self.fresh_est);
+        self.stats.estimated += self.fresh.len() as u64;
+        for (&nb, &est) in self.fresh.iter().zip(&self.fresh_est) {
+            self.list.insert(nb, est);
+        }
+    }
+
+    /// The search stage: expands from RAM while it can and keeps up to W
+    /// blocks in flight. True when the stage is over.
+    fn search_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) -> bool {
+        while self.pending < self.beam_width && self.stage == Stage::Search {
+            let Some(c) = self.list.pop_closest_unexpanded() else {
+                break;
+            };
+            if let Some(list) = ctx.adjacency.get(c.id) {
+                self.stats.cache_hits += 1;
+                self.expand(ctx, c.id, list);
+            } else if let Some(record) = ctx.cache.get(c.id) {
+                self.stats.cache_hits += 1;
+                let node = ctx.layout.parse(record);
+                self.add_exact(c.id, node.vector);
+                self.expand(ctx, c.id, node);
+            } else {
+                reads.push(Read {
+                    key: c.id,
+                    span: ctx.layout.span_of(c.id),
+                });
+                self.pending += 1;
+            }
+        }
+        self.pending == 0
+    }
+
+    /// Starts the refinement stage: the top ⌈σ·L⌉ candidates without an
+    /// exact distance get one, from the node cache or a read of the vector.
+    fn refine_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
+        self.stage = Stage::Refine;
+        let top = self.refine.min(self.list.len());
+        for i in 0..top {
+            let id = self.list.as_slice()[i].id;
+            if self.exact_seen.contains(id) {
+                continue;
+            }
+            match ctx.cache.get(id) {
+                Some(record) => {
+                    let v = ctx.layout.parse(record).vector;
+                    self.add_exact(id, v);
+                }
+                None => {
+                    reads.push(Read {
+                        key: id,
+                        span: ctx.layout.vector_span_of(id),
+                    });
+                    self.pending += 1;
+                }
+            }
+        }
+        if self.pending == 0 {
+            self.stage = Stage::Done;
+        }
+    }
+
+    /// The k nearest nodes by exact distance (ties by id).
+    pub fn results(&mut self, k: usize) -> &[(f32, u32)] {
+        self.exact
+            .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        &self.exact[..k.min(self.exact.len())]
+    }
+
+    /// The candidate list as it ended (ids, best estimate first).
+    pub fn candidates(&self) -> Vec<u32> {
+        self.list.as_slice().iter().map(|c| c.id).collect()
+    }
+}
+
+impl QueryState for TwoStageSearch {
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
+        if self.stage == Stage::Search && self.search_step(ctx, reads) {
+            self.refine_step(ctx, reads);
+        }
+    }
+
+    fn on_read(&mut self, ctx: &SearchContext, id: u32, bytes: &[u8]) {
+        self.pending -= 1;
+        match self.stage {
+            Stage::Search => {
+                let node = ctx.layout.record(id, bytes);
+                if !node.vector.is_empty() {
+                    self.add_exact(id, node.vector);
+                }
+                self.expand(ctx, id, node);
+                // Lists the block replicates, of nodes waiting in the list:
+                // expanded now, since they came free with this read.
+                let mut replicas = Vec::new();
+                ctx.layout.replicated_lists(id, bytes, &mut replicas);
+                for (v, list) in replicas {
+                    if self.list.mark_expanded(v) {
+                        self.expand(ctx, v, list);
+                    }
+                }
+            }
+            Stage::Refine => {
+                self.add_exact(id, ctx.layout.vector_slice(id, bytes));
+                if self.pending == 0 {
+                    self.stage = Stage::Done;
+                }
+            }
+            Stage::Done => {}
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.stage == Stage::Done && self.pending == 0
+    }
+
+    fn stats(&mut self) -> &mut QueryStats {
+        &mut self.stats
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.corrupt.clone()
+    }
+}
+
+impl Strategy for TwoStage {
+    type State = TwoStageSearch;
+
+    fn start(
+        &self,
+        ctx: &SearchContext,
+        query: PreparedQuery,
+        reuse: Option<TwoStageSearch>,
+    ) -> TwoStageSearch {
+        match reuse {
+            Some(old) => old.recycle(ctx, query, self),
+            None => TwoStageSearch::new(ctx, query, self),
+        }
+    }
+
+    fn finish(&self, state: &mut TwoStageSearch, k: usize, out: &mut Vec<(f32, u32)>) {
+        out.clear();
+        out.extend_from_slice(state.results(k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Vectors;
+    use crate::search::run_worker;
+    use crate::synthetic::{clustered, SyntheticSpec};
+    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+
+    /// σ = 1 with every adjacency list in RAM: the search stage reads
+    /// nothing, and the result is exactly the exact re-rank of the
+    /// candidate list it ended with (Gorgeous §4.2, Algorithm 2).
+    #[test]
+    fn sigma_one_with_the_whole_graph_cached_is_the_exact_rerank_of_its_candidates() {
+        let dim = 12;
+        let (base, queries) = clustered(&SyntheticSpec {
+            n: 1500,
+            queries: 40,
+            dim,
+            clusters: 8,
+            seed: 9,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let params = BuildParams {
+            graph_degree: 16,
+            complexity: 32,
+            pq_bytes: 3,
+            pq_sample: 1500,
+            ..BuildParams::for_profile("gorgeous")
+        };
+        let data = Vectors::f32(&base, dim).unwrap();
+        build_index(
+            data,
+            "test",
+            dir.path(),
+            &params,
+            2,
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        let open = |budget: usize| {
+            let opts = OpenOptions {
+                memory_budget_bytes: Some(budget as u64),
+                io: stratavec_io::Backend::Ram,
+                ..Default::default()
+            };
+            Index::open(dir.path(), &opts).unwrap()
+        };
+        // Every record cached too; then the lists alone (refinement reads).
+        let all = open(1 << 30);
+        let lists_only = open(all.memory().total() - all.memory().get("cache"));
+        assert_eq!(lists_only.cached_nodes(), 0);
+        for index in [all, lists_only] {
+            check_rerank(&index, &base, &queries, dim);
+        }
+    }
+
+    fn check_rerank(index: &Index, base: &[f32], queries: &[f32], dim: usize) {
+        assert_eq!(index.adjacency.len(), 1500);
+        let (l, k) = (40, 10);
+        let sp = SearchParams {
+            complexity: l,
+            two_stage: true,
+            refine_ratio: 1.0,
+            ..Default::default()
+        };
+        let ctx = index.context(&sp);
+        let strategy = TwoStage {
+            complexity: l,
+            beam_width: 4,
+            refine_ratio: 1.0,
+        };
+        let mut reader = index.take_reader(64).unwrap();
+        let mut next = 0;
+        let mut finished = Vec::new();
+        run_worker(
+            &ctx,
+            &mut *reader,
+            8,
+            || {
+                let qi = next;
+                next += 1;
+                let q = queries.get(qi * dim..(qi + 1) * dim)?;
+                let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+                Some((qi, strategy.start(&ctx, pq, None)))
+            },
+            |done| finished.push((done.index, done.state, done.error)),
+        )
+        .unwrap();
+        assert_eq!(finished.len(), 40);
+        for (qi, mut state, error) in finished {
+            assert!(error.is_none(), "{error:?}");
+            let q = &queries[qi * dim..(qi + 1) * dim];
+            let candidates = state.candidates();
+            assert_eq!(candidates.len(), l);
+            // No block was read for its list (all are in RAM): every read
+            // was a refinement read, one per candidate the node cache does
+            // not hold, and every candidate got its exact distance once.
+            let cached = candidates
+                .iter()
+                .filter(|&&c| ctx.cache.get(c).is_some())
+                .count();
+            assert_eq!(state.stats().reads as usize, l - cached);
+            assert_eq!(state.stats().exact as usize, l);
+            let mut exact: Vec<(f32, u32)> = candidates
+                .iter()
+                .map(|&id| {
+                    let v = &base[id as usize * dim..(id as usize + 1) * dim];
+                    (stratavec_simd::l2_sq_f32(q, v), id)
+                })
+                .collect();
+            exact.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let got: Vec<u32> = state.results(k).iter().map(|r| r.1).collect();
+            let want: Vec<u32> = exact[..k].iter().map(|r| r.1).collect();
+            assert_eq!(got, want, "query {qi}");
+        }
+    }
+}
