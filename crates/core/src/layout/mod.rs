@@ -27,7 +27,8 @@ pub trait Layout: Send + Sync {
     fn name(&self) -> &'static str;
     /// Page size in bytes (4096, 8192 or 16384).
     fn page_size(&self) -> usize;
-    /// The largest span any one node needs (buffer slots are this big).
+    /// The largest span any one node needs, of either kind (`span_of` and
+    /// `vector_span_of`): buffer slots are this big.
     fn max_span_bytes(&self) -> usize;
     /// The read that fetches node `id`'s record.
     fn span_of(&self, id: u32) -> Span;
@@ -54,5 +55,26 @@ pub trait Layout: Send + Sync {
     /// Node `id`'s parsed record inside `bytes`.
     fn record<'a>(&'a self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
         self.parse(self.record_slice(id, bytes))
+    }
+    /// The read that fetches node `id`'s full vector (re-ranking, Gorgeous
+    /// §4.2 refinement): `span_of` unless vectors are stored apart.
+    fn vector_span_of(&self, id: u32) -> Span {
+        self.span_of(id)
+    }
+    /// Node `id`'s stored vector inside the bytes read from
+    /// `vector_span_of(id)`.
+    fn vector_slice<'a>(&'a self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
+        self.record(id, bytes).vector
+    }
+    /// Adjacency lists of other nodes replicated in the block read for
+    /// `target` (Gorgeous §3.4): (id, view with an empty vector). Empty for
+    /// layouts that replicate nothing.
+    fn replicated_lists<'a>(
+        &self,
+        _target: u32,
+        _bytes: &'a [u8],
+        out: &mut Vec<(u32, NodeView<'a>)>,
+    ) {
+        out.clear();
     }
 }
