@@ -275,17 +275,11 @@ impl Layout for ReplicatedLayout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::replication::replica_len;
+    use super::super::replication::testing::{check_blocks, coarse_distance, read};
     use super::super::shuffle::random_graph;
     use super::*;
     use crate::util::rng::Rng;
     use proptest::prelude::*;
-
-    /// A distance with many ties (so the id order of ties is exercised),
-    /// not symmetric (the rule never assumes it).
-    fn coarse_distance(u: u32, v: u32) -> f32 {
-        ((u.wrapping_mul(2_654_435_761) ^ v.wrapping_mul(40_503)) >> 29) as f32
-    }
 
     fn vector_of(id: u32, out: &mut [u8]) {
         out.iter_mut()
@@ -306,81 +300,21 @@ mod tests {
         file: &[u8],
         lists: &[Vec<u32>],
         max_replicas: Option<usize>,
-        distance: &dyn Fn(u32, u32) -> f32,
     ) -> std::result::Result<Vec<u32>, TestCaseError> {
-        let page = l.page_size;
         prop_assert_eq!(file.len() as u64, l.file_bytes());
-        let h = PagesHeader::decode(&file[..page]).unwrap();
+        let h = PagesHeader::decode(&file[..l.page_size]).unwrap();
         prop_assert_eq!(&h.layout, "replicated");
         prop_assert_eq!(ReplicatedLayout::from_header(&h).unwrap(), l.clone());
-        let mut times = vec![0u32; l.n];
         let mut expect = vec![0u8; l.dim * l.dtype.size()];
-        let (mut records, mut replicas) = (vec![], vec![]);
         for id in 0..l.n as u32 {
-            let sp = l.span_of(id);
-            prop_assert_eq!(sp.offset % page as u64, 0);
-            prop_assert_eq!(sp.len as usize, page);
-            prop_assert_eq!(l.vector_span_of(id), sp);
-            let bytes = &file[sp.offset as usize..sp.offset as usize + sp.len as usize];
-            let rec = l.record(id, bytes);
+            // The vector comes with the block: no second read.
+            prop_assert_eq!(l.vector_span_of(id), l.span_of(id));
+            let bytes = read(l, file, l.span_of(id))?;
             vector_of(id, &mut expect);
-            prop_assert_eq!(rec.vector, &expect[..]);
+            prop_assert_eq!(l.record(id, bytes).vector, &expect[..]);
             prop_assert_eq!(l.vector_slice(id, bytes), &expect[..]);
-            prop_assert_eq!(
-                rec.neighbors().collect::<Vec<_>>(),
-                lists[id as usize].clone()
-            );
-            prop_assert!(l.record_slice(id, bytes).len() <= l.record_bytes());
-            l.block_records(id, bytes, &mut records);
-            prop_assert_eq!(records.len(), 1);
-            prop_assert_eq!(records[0], (id, l.record_slice(id, bytes)));
-
-            l.replicated_lists(id, bytes, &mut replicas);
-            let picked: Vec<u32> = replicas.iter().map(|r| r.0).collect();
-            if let Some(r) = max_replicas {
-                prop_assert!(picked.len() <= r);
-            }
-            let mut used = l.record_slice(id, bytes).len() + COUNT_BYTES;
-            for (k, (rid, view)) in replicas.iter().enumerate() {
-                prop_assert!(*rid != id);
-                prop_assert!(lists[id as usize].contains(rid));
-                prop_assert!(view.vector.is_empty());
-                prop_assert_eq!(
-                    view.neighbors().collect::<Vec<_>>(),
-                    lists[*rid as usize].clone()
-                );
-                if k > 0 {
-                    let prev = picked[k - 1];
-                    let key = |v: u32| (distance(id, v), v);
-                    prop_assert!(
-                        key(prev).0 < key(*rid).0 || (key(prev).0 == key(*rid).0 && prev < *rid),
-                        "replicas of {} out of order: {:?}",
-                        id,
-                        picked
-                    );
-                }
-                used += replica_len(lists[*rid as usize].len(), l.id_bits);
-            }
-            // Nothing left out that was allowed and would have fitted: every
-            // neighbour not picked was capped, or too long for what was left
-            // (the room only shrinks as the block fills).
-            let full = max_replicas.is_some_and(|r| picked.len() == r);
-            for &v in &lists[id as usize] {
-                if v == id || picked.contains(&v) || full {
-                    continue;
-                }
-                let capped = max_replicas.is_some_and(|r| times[v as usize] as usize > r);
-                let too_long = used + replica_len(lists[v as usize].len(), l.id_bits) > page;
-                prop_assert!(capped || too_long, "node {} left out {}", id, v);
-            }
-            for &v in &picked {
-                times[v as usize] += 1;
-            }
         }
-        if let Some(r) = max_replicas {
-            prop_assert!(times.iter().all(|&t| t as usize <= r + 1));
-        }
-        Ok(times)
+        check_blocks(l, file, lists, l.id_bits, max_replicas, &coarse_distance)
     }
 
     proptest! {
@@ -401,7 +335,7 @@ mod tests {
             let lists = random_graph(n, deg, &mut Rng::new(seed));
             let mut file = vec![];
             let stats = l.write(&mut file, 0, &lists, &vector_of, &coarse_distance, max_replicas).unwrap();
-            let times = check_file(&l, &file, &lists, max_replicas, &coarse_distance)?;
+            let times = check_file(&l, &file, &lists, max_replicas)?;
             prop_assert_eq!(stats.replicas, times.iter().map(|&t| u64::from(t)).sum::<u64>());
             prop_assert_eq!(stats.max_times_replicated, times.iter().copied().max().unwrap_or(0));
             prop_assert_eq!(stats.file_bytes, file.len() as u64);

@@ -281,6 +281,111 @@ pub(crate) fn read_replicas<'a>(
     }
 }
 
+/// Checks shared by the tests of both layouts that replicate lists.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{replica_len, COUNT_BYTES};
+    use crate::layout::{Layout, Span};
+    use proptest::prelude::*;
+
+    /// A distance with many ties (so the id order of ties is exercised),
+    /// not symmetric (the rule never assumes it).
+    pub fn coarse_distance(u: u32, v: u32) -> f32 {
+        ((u.wrapping_mul(2_654_435_761) ^ v.wrapping_mul(40_503)) >> 29) as f32
+    }
+
+    /// The bytes of `span` in `file`, after checking it is page-aligned,
+    /// inside the file and no longer than `max_span_bytes`.
+    pub fn read<'a>(l: &dyn Layout, file: &'a [u8], span: Span) -> Result<&'a [u8], TestCaseError> {
+        let page = l.page_size() as u64;
+        prop_assert_eq!(span.offset % page, 0);
+        prop_assert_eq!(u64::from(span.len) % page, 0);
+        prop_assert!(span.len as usize <= l.max_span_bytes());
+        prop_assert!(span.offset + u64::from(span.len) <= file.len() as u64);
+        Ok(&file[span.offset as usize..(span.offset + u64::from(span.len)) as usize])
+    }
+
+    /// Checks the graph side of every node's block (`span_of`) in a written
+    /// file: the node's own list; replicas that are its neighbours' lists
+    /// (never its own), closest first with ties by id, at most `max_replicas`
+    /// of them, and none left out that the rule allowed and that would have
+    /// fitted; no list in more than `max_replicas + 1` blocks. Returns how
+    /// many blocks each list was found in.
+    pub fn check_blocks(
+        l: &dyn Layout,
+        file: &[u8],
+        lists: &[Vec<u32>],
+        id_bits: u32,
+        max_replicas: Option<usize>,
+        distance: &dyn Fn(u32, u32) -> f32,
+    ) -> Result<Vec<u32>, TestCaseError> {
+        let page = l.page_size();
+        let mut times = vec![0u32; lists.len()];
+        let (mut records, mut replicas) = (vec![], vec![]);
+        for id in 0..lists.len() as u32 {
+            let sp = l.span_of(id);
+            prop_assert_eq!(sp.len as usize, page);
+            let bytes = read(l, file, sp)?;
+            let own = l.record_slice(id, bytes);
+            prop_assert!(own.len() <= l.record_bytes());
+            let rec = l.parse(own);
+            prop_assert_eq!(
+                rec.neighbors().collect::<Vec<_>>(),
+                lists[id as usize].clone()
+            );
+            l.block_records(id, bytes, &mut records);
+            prop_assert_eq!(records.len(), 1);
+            prop_assert_eq!(records[0], (id, own));
+
+            l.replicated_lists(id, bytes, &mut replicas);
+            let picked: Vec<u32> = replicas.iter().map(|r| r.0).collect();
+            if let Some(r) = max_replicas {
+                prop_assert!(picked.len() <= r);
+            }
+            let mut used = own.len() + COUNT_BYTES;
+            for (k, (rid, view)) in replicas.iter().enumerate() {
+                prop_assert!(*rid != id);
+                prop_assert!(lists[id as usize].contains(rid));
+                prop_assert!(view.vector.is_empty());
+                prop_assert_eq!(
+                    view.neighbors().collect::<Vec<_>>(),
+                    lists[*rid as usize].clone()
+                );
+                if k > 0 {
+                    let (prev, d) = (picked[k - 1], distance(id, *rid));
+                    let dp = distance(id, prev);
+                    prop_assert!(
+                        dp < d || (dp == d && prev < *rid),
+                        "replicas of {} out of order: {:?}",
+                        id,
+                        picked
+                    );
+                }
+                used += replica_len(lists[*rid as usize].len(), id_bits);
+            }
+            // Nothing left out that was allowed and would have fitted: every
+            // neighbour not picked was capped, or too long for what was left
+            // (the room only shrinks as the block fills).
+            let full = max_replicas.is_some_and(|r| picked.len() == r);
+            for &v in &lists[id as usize] {
+                if v == id || picked.contains(&v) || full {
+                    continue;
+                }
+                let capped = max_replicas.is_some_and(|r| times[v as usize] as usize > r);
+                let too_long = used + replica_len(lists[v as usize].len(), id_bits) > page;
+                prop_assert!(capped || too_long, "node {} left out {}", id, v);
+            }
+            for &v in &picked {
+                times[v as usize] += 1;
+            }
+        }
+        if let Some(r) = max_replicas {
+            prop_assert!(times.iter().all(|&t| t as usize <= r + 1));
+        }
+        Ok(times)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
