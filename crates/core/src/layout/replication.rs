@@ -43,6 +43,7 @@
 //! entries read before it.
 
 use super::record::{packed_len, write_packed, NodeView};
+use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::io;
 
@@ -125,6 +126,34 @@ pub(crate) fn check_lists(lists: &[Vec<u32>], n: usize, max_degree: usize) -> io
                 "neighbour of node {u}: expected an id below {n}, found {v}"
             ));
         }
+    }
+    Ok(())
+}
+
+/// The checks every layout with one graph block a page makes: a page size
+/// the engine reads, ids that fit a u32, a degree that fits the u16 of a
+/// record.
+pub(crate) fn check_geometry(page_size: usize, n: usize, max_degree: usize) -> Result<()> {
+    if ![4096, 8192, 16384].contains(&page_size) {
+        return Err(Error::argument(
+            "page_size",
+            "4096, 8192 or 16384",
+            page_size,
+        ));
+    }
+    if n as u64 > u64::from(u32::MAX) + 1 {
+        return Err(Error::argument(
+            "n",
+            format!("at most {} nodes (u32 ids)", u64::from(u32::MAX) + 1),
+            n,
+        ));
+    }
+    if max_degree > u16::MAX as usize {
+        return Err(Error::argument(
+            "max_degree",
+            format!("at most {} (u16 degrees)", u16::MAX),
+            max_degree,
+        ));
     }
     Ok(())
 }
@@ -282,6 +311,24 @@ pub(crate) fn read_replicas<'a>(
 }
 
 /// Checks shared by the tests of both layouts that replicate lists.
+/// The replica section of a block whose own record (`vector_bytes` of
+/// vector, then a packed list) comes first: [`read_replicas`] after
+/// [`own_record`]; nothing when the own record is corrupt, since the
+/// section's start is then unknown.
+pub(crate) fn block_replicas<'a>(
+    block: &'a [u8],
+    vector_bytes: usize,
+    n: usize,
+    max_degree: usize,
+    id_bits: u32,
+    out: &mut Vec<(u32, NodeView<'a>)>,
+) {
+    out.clear();
+    if let Some(own) = own_record(block, vector_bytes, max_degree, id_bits) {
+        read_replicas(&block[own.len()..], n, max_degree, id_bits, out);
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use super::{replica_len, COUNT_BYTES};
@@ -292,6 +339,47 @@ pub(crate) mod testing {
     /// not symmetric (the rule never assumes it).
     pub fn coarse_distance(u: u32, v: u32) -> f32 {
         ((u.wrapping_mul(2_654_435_761) ^ v.wrapping_mul(40_503)) >> 29) as f32
+    }
+
+    /// `n` random normal `dim`-d f32 vectors (their stored bytes) and lists
+    /// of exactly `degree` distinct random neighbours (never the node), with
+    /// the squared L2 distance between them: the data of the blow-up figures.
+    pub fn random_data(
+        n: usize,
+        dim: usize,
+        degree: usize,
+        seed: u64,
+    ) -> (Vec<f32>, Vec<Vec<u32>>) {
+        let mut rng = crate::util::rng::Rng::new(seed);
+        let vectors = (0..n * dim).map(|_| rng.normal()).collect();
+        let lists = (0..n as u32)
+            .map(|u| {
+                let mut l = Vec::with_capacity(degree);
+                while l.len() < degree {
+                    let v = rng.below(n) as u32;
+                    if v != u && !l.contains(&v) {
+                        l.push(v);
+                    }
+                }
+                l
+            })
+            .collect();
+        (vectors, lists)
+    }
+
+    /// Squared L2 distance between rows `u` and `v` of `vectors`.
+    pub fn l2(vectors: &[f32], dim: usize, u: u32, v: u32) -> f32 {
+        let a = &vectors[u as usize * dim..(u as usize + 1) * dim];
+        let b = &vectors[v as usize * dim..(v as usize + 1) * dim];
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    }
+
+    /// Writes row `id` of `vectors` as stored f32 bytes.
+    pub fn f32_bytes(vectors: &[f32], dim: usize, id: u32, out: &mut [u8]) {
+        let row = &vectors[id as usize * dim..(id as usize + 1) * dim];
+        for (o, x) in out.chunks_exact_mut(4).zip(row) {
+            o.copy_from_slice(&x.to_le_bytes());
+        }
     }
 
     /// The bytes of `span` in `file`, after checking it is page-aligned,
