@@ -10,6 +10,7 @@ pub mod position_map;
 pub mod record;
 pub mod replicated;
 pub mod replication;
+pub mod separated;
 pub mod shuffle;
 
 pub use blocked::BlockedLayout;
@@ -18,6 +19,7 @@ pub use header::PagesHeader;
 pub use record::NodeView;
 pub use replicated::ReplicatedLayout;
 pub use replication::ReplicationStats;
+pub use separated::SeparatedLayout;
 
 /// A contiguous, page-aligned byte range of the pages file: one read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
