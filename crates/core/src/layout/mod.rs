@@ -8,12 +8,18 @@ pub mod coupled;
 pub mod header;
 pub mod position_map;
 pub mod record;
+pub mod replicated;
+pub mod replication;
+pub mod separated;
 pub mod shuffle;
 
 pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
 pub use header::PagesHeader;
 pub use record::NodeView;
+pub use replicated::ReplicatedLayout;
+pub use replication::ReplicationStats;
+pub use separated::SeparatedLayout;
 
 /// A contiguous, page-aligned byte range of the pages file: one read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
