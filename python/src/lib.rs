@@ -355,14 +355,13 @@ impl Index {
     /// caller's overrides.
     fn profile_options(
         &self,
-        page_search: Option<bool>,
-        pipeline: Option<bool>,
+        switches: stratavec::search::Switches,
         prune_ratio: f32,
         nav_complexity: i64,
         beam_width: Option<i64>,
         in_flight: Option<i64>,
     ) -> PyResult<SearchParams> {
-        let base = self.inner.search_defaults(page_search, pipeline);
+        let base = self.inner.search_defaults(&switches);
         let beam_width = beam_width.map(|w| count("beam_width", w, 1)).transpose()?;
         let in_flight = in_flight.map(|q| count("in_flight", q, 1)).transpose()?;
         Ok(SearchParams {
@@ -600,7 +599,8 @@ impl Index {
     #[pyo3(signature = (
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
-        prune_ratio = 0.3, nav_complexity = 16, on_error = "raise"
+        prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
+        refine_ratio = 0.5
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -618,22 +618,24 @@ impl Index {
         prune_ratio: f32,
         nav_complexity: i64,
         on_error: &str,
+        two_stage: Option<bool>,
+        refine_ratio: f32,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
         // engine, whose message names the number of vectors.
         let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
-        let base = this.profile_options(
+        let switches = stratavec::search::Switches {
             page_search,
             pipeline,
-            prune_ratio,
-            nav_complexity,
-            beam_width,
-            in_flight,
-        )?;
+            two_stage,
+        };
+        let base =
+            this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;
         let params = SearchParams {
             k,
+            refine_ratio,
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
             threads: threads_arg(threads)?,
@@ -700,14 +702,13 @@ impl Index {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let mask = on_error_mask(on_error)?;
-        let base = this.profile_options(
+        let switches = stratavec::search::Switches {
             page_search,
             pipeline,
-            prune_ratio,
-            nav_complexity,
-            beam_width,
-            in_flight,
-        )?;
+            two_stage: None,
+        };
+        let base =
+            this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;
         let params = SearchParams {
             k: 1,
             complexity: count("complexity", complexity, 1)?,

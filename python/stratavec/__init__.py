@@ -349,6 +349,8 @@ class Index:
         prune_ratio: float = 0.3,
         nav_complexity: int = 16,
         on_error: str = "raise",
+        two_stage: Optional[bool] = None,
+        refine_ratio: float = 0.5,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -392,6 +394,13 @@ class Index:
             Search list size of the in-memory navigation graph's search
             (Starling §4.3), for indexes that have one; its best 4 nodes
             start the disk search. At least 1.
+        two_stage : bool, optional
+            Gorgeous's two-stage search (§4.2): search on PQ estimates,
+            reading only blocks whose adjacency list is not cached, then
+            read the exact vectors of the best ``refine_ratio`` share of the
+            candidates. Default: on for ``gorgeous`` indexes.
+        refine_ratio : float
+            The two-stage search's refinement ratio σ, in (0, 1].
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -435,6 +444,8 @@ class Index:
             prune_ratio=float(prune_ratio),
             nav_complexity=nav_complexity,
             on_error=on_error,
+            two_stage=two_stage,
+            refine_ratio=float(refine_ratio),
         )
 
     def __repr__(self) -> str:

@@ -48,6 +48,15 @@ pub struct Args {
     /// the starling profile.
     #[arg(long)]
     pipeline: Option<bool>,
+    /// Two-stage search (Gorgeous §4.2): search on PQ estimates, reading
+    /// only blocks whose adjacency list is not cached, then read the exact
+    /// vectors of the top ⌈σ·L⌉ candidates. Default: on for indexes of the
+    /// gorgeous profile.
+    #[arg(long)]
+    two_stage: Option<bool>,
+    /// Two-stage search refinement ratio σ in (0, 1].
+    #[arg(long, default_value_t = 0.5)]
+    refine_ratio: f32,
     /// Start from the navigation graph when the index has one (Starling
     /// §4.3); false starts from the medoid and gives its memory to the cache.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -106,7 +115,7 @@ pub fn run(a: Args) -> Result<()> {
     let nq = qfile.n();
     for &l in &a.l {
         index.check_search(
-            &a.params(index.search_defaults(a.page_search, a.pipeline), l, threads),
+            &a.params(index.search_defaults(&a.switches()), l, threads),
             nq,
         )?;
     }
@@ -156,7 +165,7 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     for &l in &a.l {
-        let params = a.params(index.search_defaults(a.page_search, a.pipeline), l, threads);
+        let params = a.params(index.search_defaults(&a.switches()), l, threads);
         let res = index
             .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
@@ -201,6 +210,14 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 impl Args {
+    fn switches(&self) -> stratavec::search::Switches {
+        stratavec::search::Switches {
+            page_search: self.page_search,
+            pipeline: self.pipeline,
+            two_stage: self.two_stage,
+        }
+    }
+
     /// The search parameters of the row at list size `l` (raised to k for
     /// k-NN, the starting window for range search): `base` (the index's
     /// defaults: block search for the starling profile, and the beam that
@@ -211,6 +228,7 @@ impl Args {
             complexity: l.max(self.k),
             threads,
             prune_ratio: self.prune_ratio,
+            refine_ratio: self.refine_ratio,
             nav_complexity: self.nav_complexity,
             ..base
         };
@@ -249,7 +267,7 @@ fn run_range(
         );
     }
     for &l in &a.l {
-        let params = a.params(index.search_defaults(a.page_search, a.pipeline), l, threads);
+        let params = a.params(index.search_defaults(&a.switches()), l, threads);
         let res = index
             .search_batch(queries, dim, &params)
             .with_context(|| format!("range search at L={l}"))?;

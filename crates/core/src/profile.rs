@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::layout::shuffle::Shuffle;
+use crate::layout::LayoutKind;
 use crate::memory::planner::Part;
 
 /// One composition of parts.
@@ -17,6 +18,9 @@ pub struct Profile {
     pub about: &'static str,
     /// Block shuffle of the records (Starling §4.1); `None` keeps id order.
     pub shuffle: Shuffle,
+    /// The layout, where the shuffle does not imply it (coupled without a
+    /// shuffle, blocked with one): Gorgeous's replicated blocks.
+    pub layout: Option<LayoutKind>,
     /// What the memory planner fills, in this order, once the PQ codes,
     /// I/O buffers and the layout's own map are in (Gorgeous §4.1 ②–④).
     pub memory: &'static [Part],
@@ -37,6 +41,7 @@ pub const PROFILES: &[Profile] = &[
         name: "diskann",
         about: "DiskANN: id-order records, PQ codes and a BFS node cache in RAM, beam search",
         shuffle: Shuffle::None,
+        layout: None,
         memory: &[Part::Nav, Part::Nodes],
         page_search: false,
         pipeline: false,
@@ -47,6 +52,7 @@ pub const PROFILES: &[Profile] = &[
         name: "starling",
         about: "Starling: records shuffled into blocks (BNF), block search with the pipeline",
         shuffle: Shuffle::Bnf,
+        layout: None,
         memory: &[Part::Nav, Part::Nodes],
         page_search: true,
         pipeline: true,
@@ -57,6 +63,7 @@ pub const PROFILES: &[Profile] = &[
         name: "gorgeous",
         about: "Gorgeous: adjacency lists cached before vectors, two-stage search",
         shuffle: Shuffle::None,
+        layout: Some(LayoutKind::Replicated),
         memory: &[Part::Nav, Part::Adjacency, Part::Nodes],
         page_search: false,
         pipeline: false,

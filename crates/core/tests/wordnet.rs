@@ -103,7 +103,7 @@ fn wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less() {
         k: 10,
         complexity: 40,
         threads: 2,
-        ..starling.search_defaults(None, None)
+        ..starling.search_defaults(&Default::default())
     };
     assert!(params.page_search && params.pipeline);
     let res = starling

@@ -115,7 +115,11 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
     .reserve_for(s.beam_width, s.in_flight);
     let index = Index::open(&s.index_dir, &opts)?;
     let io = index
-        .search_defaults(Some(s.page_search), Some(s.pipeline))
+        .search_defaults(&stratavec::search::Switches {
+            page_search: Some(s.page_search),
+            pipeline: Some(s.pipeline),
+            two_stage: None,
+        })
         .with_io(s.beam_width, s.in_flight);
     let beam_width = *s.beam_width.insert(io.beam_width);
     let in_flight = *s.in_flight.insert(io.in_flight);

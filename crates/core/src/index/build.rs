@@ -10,8 +10,12 @@ use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
+use crate::layout::replication::ReplicationStats;
 use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
-use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
+use crate::layout::{
+    blocked, position_map, BlockedLayout, CoupledLayout, Layout, LayoutKind, ReplicatedLayout,
+    SeparatedLayout,
+};
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::cache_rank::{self, CacheRank};
 use crate::memory::planner::Part;
@@ -75,6 +79,16 @@ pub struct BuildParams {
     /// Degree of the navigation graph.
     #[serde(default = "default_nav_degree")]
     pub nav_degree: usize,
+    /// How records are laid on disk when it is not what the shuffle implies
+    /// (coupled without one, blocked with one): the replicated or separated
+    /// layouts of Gorgeous §3.4. `None`: as the shuffle implies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutKind>,
+    /// Replicated and separated layouts: at most this many neighbour lists
+    /// packed into a node's block (Gorgeous §4.1's R); `None`: as many as
+    /// fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<usize>,
     /// Order in which the graph cache holds adjacency lists (profiles
     /// whose memory plan has one; `memory::cache_rank`).
     #[serde(default)]
@@ -121,6 +135,7 @@ impl BuildParams {
             profile: profile.to_string(),
             shuffle: parts.shuffle,
             nav_sample: parts.nav_sample,
+            layout: parts.layout,
             ..Default::default()
         }
     }
@@ -141,6 +156,15 @@ impl BuildParams {
             ..p.clone()
         };
         unshuffled(self) == unshuffled(other)
+    }
+
+    /// The layout the records are written in.
+    pub fn layout_kind(&self) -> LayoutKind {
+        match (self.layout, self.shuffle) {
+            (Some(kind), _) => kind,
+            (None, Shuffle::None) => LayoutKind::Coupled,
+            (None, _) => LayoutKind::Blocked,
+        }
     }
 
     /// The block shuffle these parameters ask for.
@@ -178,6 +202,8 @@ impl Default for BuildParams {
             nav_sample: 0.0,
             nav_degree: 32,
             cache_rank: CacheRank::Nav,
+            layout: None,
+            replicas: None,
             store: None,
             unset: Unset::default(),
         }
@@ -206,6 +232,10 @@ pub struct BuildReport {
     /// OR(G) of id order and after each shuffle stage (Starling eq. 5).
     #[serde(default)]
     pub shuffle: Option<ShuffleReport>,
+    /// Replicated and separated layouts: the lists packed, and the disk
+    /// blow-up against the coupled layout (Gorgeous §4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<ReplicationStats>,
     /// Parameters the build chose for the data because the caller left them
     /// unset, with why (also in the manifest); empty when the defaults fit.
     #[serde(default)]
@@ -219,6 +249,23 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
         Err(Error::argument(what, expected, found.to_string()))
     };
     crate::profile::get(&p.profile)?;
+    if p.layout.is_some_and(|k| k.replicates()) && p.shuffle != Shuffle::None {
+        return arg(
+            "shuffle",
+            &format!(
+                "none with the {} layout (it keeps id order)",
+                p.layout_kind()
+            ),
+            &p.shuffle,
+        );
+    }
+    if p.layout == Some(LayoutKind::Blocked) && p.shuffle == Shuffle::None {
+        return arg(
+            "shuffle",
+            "bnp, bnf or bns for the blocked layout",
+            &p.shuffle,
+        );
+    }
     if p.graph_degree == 0 || p.graph_degree > 1024 {
         return arg("graph_degree (R)", "1..=1024", &p.graph_degree);
     }
@@ -481,7 +528,40 @@ pub fn build_index(
         }
     };
     let mut extra_files = vec![];
-    let layout_name = if params.shuffle == Shuffle::None {
+    // Exact distances between stored vectors, for the replicated layouts'
+    // choice of which neighbours' lists to pack (closest first, §4.1).
+    let space = &space;
+    let distance = |u: u32, v: u32| space.dist(u, v);
+    let replicated = |w: &mut StopWriter<_>, kind: LayoutKind| -> Result<ReplicationStats> {
+        let (ps, md) = (params.page_size, params.graph_degree);
+        let written = match kind {
+            LayoutKind::Replicated => ReplicatedLayout::new(ps, n, dim, dtype, md)?.write(
+                w,
+                graph.medoid,
+                &graph.lists,
+                &vector_bytes,
+                &distance,
+                params.replicas,
+            ),
+            _ => SeparatedLayout::new(ps, n, dim, dtype, md)?.write(
+                w,
+                graph.medoid,
+                &graph.lists,
+                &vector_bytes,
+                &distance,
+                params.replicas,
+            ),
+        };
+        let stats = written
+            .and_then(|s| w.flush().map(|_| s))
+            .at("write", &pages_path);
+        unless_cancelled(progress, dir, stats)
+    };
+    let kind = params.layout_kind();
+    let layout_name = if kind.replicates() {
+        report.replication = Some(replicated(&mut w, kind)?);
+        kind.name()
+    } else if kind == LayoutKind::Coupled {
         let written = coupled
             .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
             .and_then(|_| w.flush())

@@ -6,7 +6,7 @@ use super::manifest::Manifest;
 use crate::data::{DType, Metric};
 use crate::entry::{EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
-use crate::layout::{position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader};
+use crate::layout::{Layout, PagesHeader};
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::planner::{self, granted, Demand, Part};
@@ -16,7 +16,7 @@ use crate::quant::{pq_file, PqQuantizer, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, READ_SLOTS};
-use crate::search::{Beam, RangeRule, SearchContext, SearchParams, TwoStage};
+use crate::search::{Beam, RangeRule, SearchContext, SearchParams, Switches, TwoStage};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -163,30 +163,9 @@ impl Index {
             },
         )?;
         let header = read_header(&mut *header_reader, &pages_path, page_size)?;
-        let layout: Box<dyn Layout> = match header.layout.as_str() {
-            "coupled" => Box::new(CoupledLayout::from_header(&header)),
-            "blocked" => {
-                let map_path = check_file_size(&manifest, &dir, "map.bin")?;
-                let blocks = header.pages.saturating_sub(1) as usize;
-                let block_of = position_map::read(&map_path, manifest.n, blocks)?;
-                Box::new(BlockedLayout::new(
-                    page_size,
-                    header.dim as usize,
-                    header.dtype,
-                    header.max_degree as usize,
-                    block_of,
-                    blocks,
-                ))
-            }
-            other => {
-                return Err(Error::index(
-                    &pages_path,
-                    "layout",
-                    "coupled or blocked",
-                    other,
-                ))
-            }
-        };
+        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, || {
+            check_file_size(&manifest, &dir, "map.bin")
+        })?;
         let expect = |field: &str, want: String, got: String| -> Result<()> {
             if want != got {
                 return Err(Error::index(
@@ -347,17 +326,15 @@ impl Index {
     }
 
     /// The search defaults of this index: its profile's (block search and
-    /// the pipeline for starling) unless given, then the beam width and
-    /// queries in flight that suit its blocks (`with_io_defaults`).
-    pub fn search_defaults(
-        &self,
-        page_search: Option<bool>,
-        pipeline: Option<bool>,
-    ) -> SearchParams {
+    /// the pipeline for starling, the two-stage search for gorgeous) under
+    /// the caller's switches, then the beam width and queries in flight
+    /// that suit its blocks (`with_io_defaults`).
+    pub fn search_defaults(&self, switches: &Switches) -> SearchParams {
         let profile = SearchParams::for_profile(self.profile);
         SearchParams {
-            page_search: page_search.unwrap_or(profile.page_search),
-            pipeline: pipeline.unwrap_or(profile.pipeline),
+            page_search: switches.page_search.unwrap_or(profile.page_search),
+            pipeline: switches.pipeline.unwrap_or(profile.pipeline),
+            two_stage: switches.two_stage.unwrap_or(profile.two_stage),
             ..profile
         }
         .with_io_defaults(self.records_per_block())

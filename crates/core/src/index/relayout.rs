@@ -224,6 +224,7 @@ pub fn relayout(
             .and_then(|t| serde_json::from_str::<BuildReport>(&t).ok())
             .map_or(0, |r| r.duplicate_links),
         shuffle: Some(report),
+        replication: None,
         chosen: manifest.chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);

@@ -6,6 +6,7 @@
 pub mod blocked;
 pub mod coupled;
 pub mod header;
+pub mod kind;
 pub mod position_map;
 pub mod record;
 pub mod replicated;
@@ -16,6 +17,7 @@ pub mod shuffle;
 pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
 pub use header::PagesHeader;
+pub use kind::LayoutKind;
 pub use record::NodeView;
 pub use replicated::ReplicatedLayout;
 pub use replication::ReplicationStats;

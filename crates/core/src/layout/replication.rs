@@ -61,7 +61,7 @@ pub fn replica_len(degree: usize, id_bits: u32) -> usize {
 }
 
 /// What writing a layout with replicated lists did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReplicationStats {
     /// Lists written into other nodes' blocks.
     pub replicas: u64,

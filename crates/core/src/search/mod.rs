@@ -201,6 +201,15 @@ impl SearchParams {
     }
 }
 
+/// Search-time switches that override an index's profile defaults
+/// (`Index::search_defaults`); `None` keeps the profile's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Switches {
+    pub page_search: Option<bool>,
+    pub pipeline: Option<bool>,
+    pub two_stage: Option<bool>,
+}
+
 /// Reads a worker keeps in flight at most: its buffer slots, charged to
 /// the memory budget (64 pages of 4 KB a thread). Reads its queries ask for
 /// beyond them wait in the worker's queue for a slot.

@@ -1,0 +1,95 @@
+//! The layouts an index can be written in, by name, and the one place a
+//! pages file's header is turned into the layout that reads it.
+
+use super::{
+    position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader, ReplicatedLayout,
+    SeparatedLayout,
+};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayoutKind {
+    /// DiskANN: records in id order, none straddling a page.
+    Coupled,
+    /// Starling: packed records shuffled into blocks (needs a shuffle).
+    Blocked,
+    /// Gorgeous §3.4: one block per node with its neighbours' lists.
+    Replicated,
+    /// Gorgeous §3.4 Figure 7(b): graph blocks, then vector pages.
+    Separated,
+}
+
+pub const KINDS: &[(LayoutKind, &str)] = &[
+    (LayoutKind::Coupled, "coupled"),
+    (LayoutKind::Blocked, "blocked"),
+    (LayoutKind::Replicated, "replicated"),
+    (LayoutKind::Separated, "separated"),
+];
+
+impl LayoutKind {
+    pub fn name(self) -> &'static str {
+        KINDS.iter().find(|k| k.0 == self).expect("every kind").1
+    }
+
+    /// Whether the layout keeps one copy of each list (the coupled and
+    /// blocked layouts) rather than replicating lists into other blocks.
+    pub fn replicates(self) -> bool {
+        matches!(self, LayoutKind::Replicated | LayoutKind::Separated)
+    }
+}
+
+impl std::fmt::Display for LayoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for LayoutKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        KINDS.iter().find(|k| k.1 == s).map(|k| k.0).ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.1).collect();
+            format!("expected one of {}, found {s:?}", names.join(", "))
+        })
+    }
+}
+
+/// The layout `header` describes. `map` is the blocked layout's id → block
+/// map file (`map.bin`), read only for that layout.
+pub fn from_header(
+    header: &PagesHeader,
+    pages_path: &Path,
+    n: usize,
+    map: impl FnOnce() -> Result<std::path::PathBuf>,
+) -> Result<Box<dyn Layout>> {
+    let kind: LayoutKind = header
+        .layout
+        .parse()
+        .map_err(|e: String| Error::index(pages_path, "layout", "a known layout", e))?;
+    Ok(match kind {
+        LayoutKind::Coupled => Box::new(CoupledLayout::from_header(header)),
+        LayoutKind::Blocked => {
+            let blocks = header.pages.saturating_sub(1) as usize;
+            let block_of = position_map::read(&map()?, n, blocks)?;
+            Box::new(BlockedLayout::new(
+                header.page_size as usize,
+                header.dim as usize,
+                header.dtype,
+                header.max_degree as usize,
+                block_of,
+                blocks,
+            ))
+        }
+        LayoutKind::Replicated => Box::new(
+            ReplicatedLayout::from_header(header)
+                .map_err(|e| Error::index(pages_path, "header", "a replicated layout", e))?,
+        ),
+        LayoutKind::Separated => Box::new(
+            SeparatedLayout::from_header(header)
+                .map_err(|e| Error::index(pages_path, "header", "a separated layout", e))?,
+        ),
+    })
+}
