@@ -17,15 +17,20 @@ pub struct Args {
     /// JSON lines output (appended to by nothing else; overwritten).
     #[arg(long, default_value = "benchmarks/results/bench.jsonl")]
     out: PathBuf,
-    /// stratavec systems to run: the profiles `diskann` and `starling`, and
-    /// the Starling ablations `starling-shuffle`, `starling-page`,
-    /// `starling-nav`, `starling-pipeline` (each technique alone on top of
-    /// diskann) and `starling-all` (the profile plus the navigation graph).
+    /// stratavec systems to run: the profiles `diskann`, `starling` and
+    /// `gorgeous`; the Starling ablations `starling-shuffle`,
+    /// `starling-page`, `starling-nav`, `starling-pipeline` (each technique
+    /// alone on top of diskann) and `starling-all` (the profile plus the
+    /// navigation graph); the Gorgeous ablations `gorgeous-two-stage`,
+    /// `gorgeous-graph-cache`, `gorgeous-replicated`, `gorgeous-separated`
+    /// and `gorgeous-8k` (`stratavec::bench` variants list what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.
-    #[arg(long, default_value_t = 0.02)]
-    nav_sample: f32,
+    /// Default: each variant's (0.02 for starling-nav and starling-all,
+    /// 0.005 for gorgeous, as its paper).
+    #[arg(long)]
+    nav_sample: Option<f32>,
     /// Peers to run in the same session: diskannpy, diskannpy-rust, hnswlib, faiss-ivfpq.
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
@@ -180,7 +185,16 @@ pub fn run(a: Args) -> Result<()> {
             alpha: a.alpha,
             pq_bytes: a.pq_bytes,
             shuffle: variant.shuffle,
+            layout: variant.layout,
+            page_size: variant
+                .page_size
+                .unwrap_or(BuildParams::default().page_size),
             nav_sample: variant.nav_sample(a.nav_sample),
+            memory_budget: variant.plan_pq.then_some(budget),
+            unset: stratavec::Unset {
+                pq_bytes: variant.plan_pq,
+                ..Default::default()
+            },
             store: a.store,
             ..Default::default()
         };
@@ -190,6 +204,7 @@ pub fn run(a: Args) -> Result<()> {
             a.complexity,
             a.pq_bytes,
             a.nav_sample,
+            budget,
         );
         if let Some(store) = a.store {
             name = format!("{name}-{store}");
@@ -215,6 +230,8 @@ pub fn run(a: Args) -> Result<()> {
                 build,
                 page_search: variant.page_search,
                 pipeline: variant.pipeline,
+                two_stage: variant.two_stage,
+                graph_cache: variant.graph_cache,
                 navigation_graph: variant.nav,
                 range: range.as_ref(),
                 min_pass_s: a.min_pass_seconds,

@@ -12,8 +12,10 @@ pub struct Args {
     /// when the build succeeds).
     index_dir: PathBuf,
     /// Named composition of parts (`stratavec::profile`): diskann (id-order
-    /// pages, node cache, beam search) or starling (records shuffled into
-    /// blocks with their neighbours, block search).
+    /// pages, node cache, beam search), starling (records shuffled into
+    /// blocks with their neighbours, block search) or gorgeous (adjacency
+    /// lists cached before vectors, replicated blocks, two-stage search;
+    /// give --memory-budget-mb to size its PQ codes).
     #[arg(long, default_value = "diskann", value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
     profile: String,
     /// l2, ip or cosine.
@@ -69,6 +71,23 @@ pub struct Args {
     /// costs more reads than it saves (measured on wordnet-minilm-pca96 20k).
     #[arg(long)]
     nav_sample: Option<f32>,
+    /// The memory budget (MB, 10^6 bytes) the index will be opened with.
+    /// Profiles that cache the graph (gorgeous) then choose their PQ bytes
+    /// for it when --pq-bytes is not given, trying each size on a 1% sample
+    /// (Gorgeous §4.1); build_report.json shows the sizes tried.
+    #[arg(long)]
+    memory_budget_mb: Option<f64>,
+    /// Replicated and separated layouts: at most this many neighbour lists
+    /// packed into a node's block (Gorgeous §4.1's R). Default: as many as
+    /// fit.
+    #[arg(long)]
+    replicas: Option<usize>,
+    /// Disk layout when it is not the profile's: coupled (id order),
+    /// blocked (needs --shuffle), replicated (one block per node with its
+    /// neighbours' lists, Gorgeous §3.4) or separated (graph blocks, then
+    /// vector pages).
+    #[arg(long)]
+    layout: Option<stratavec::layout::LayoutKind>,
     /// Order in which the graph cache holds adjacency lists (profiles with
     /// one: gorgeous): nav (distance to the navigation graph, Gorgeous
     /// §4.1), indegree (most linked first) or bfs (from the medoid).
@@ -97,6 +116,9 @@ pub fn run(a: Args) -> Result<()> {
         shuffle_nearest: a.shuffle_nearest,
         nav_sample: a.nav_sample.unwrap_or(base.nav_sample),
         cache_rank: a.cache_rank,
+        memory_budget: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
+        replicas: a.replicas,
+        layout: a.layout.or(base.layout),
         profile: a.profile,
         metric: a.metric,
         graph_degree: a.graph_degree,

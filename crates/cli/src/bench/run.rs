@@ -45,7 +45,22 @@ pub fn build_or_reuse(
         .args(["--graph-degree", &params.graph_degree.to_string()])
         .args(["--complexity", &params.complexity.to_string()])
         .args(["--alpha", &params.alpha.to_string()])
-        .args(["--pq-bytes", &params.pq_bytes.to_string()])
+        .args(
+            match params.memory_budget.filter(|_| params.unset.pq_bytes) {
+                // Planned: the build chooses PQ bytes for the budget.
+                Some(b) => [
+                    "--memory-budget-mb".to_string(),
+                    (b as f64 / 1e6).to_string(),
+                ],
+                None => ["--pq-bytes".to_string(), params.pq_bytes.to_string()],
+            },
+        )
+        .args(
+            params
+                .layout
+                .iter()
+                .flat_map(|l| ["--layout".to_string(), l.to_string()]),
+        )
         .args(["--passes", &params.passes.to_string()])
         .args(["--page-size", &params.page_size.to_string()])
         .args(["--seed", &params.seed.to_string()])
@@ -85,9 +100,12 @@ pub struct Sweep<'a> {
     pub in_flight: Option<usize>,
     pub budget_bytes: u64,
     pub build: Value,
-    /// Block search, the pipeline and the navigation graph (Starling).
+    /// Block search, the pipeline and the navigation graph (Starling); the
+    /// two-stage search and the graph cache (Gorgeous).
     pub page_search: bool,
     pub pipeline: bool,
+    pub two_stage: bool,
+    pub graph_cache: bool,
     pub navigation_graph: bool,
     /// Range search rows too (AP against exact range ground truth).
     pub range: Option<&'a super::range::RangeSpec>,
@@ -110,6 +128,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         memory_budget_bytes: Some(s.budget_bytes),
         reserve_threads: s.threads,
         navigation_graph: s.navigation_graph,
+        graph_cache: s.graph_cache,
         ..Default::default()
     }
     .reserve_for(s.beam_width, s.in_flight);
@@ -118,7 +137,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         .search_defaults(&stratavec::search::Switches {
             page_search: Some(s.page_search),
             pipeline: Some(s.pipeline),
-            two_stage: None,
+            two_stage: Some(s.two_stage),
         })
         .with_io(s.beam_width, s.in_flight);
     let beam_width = *s.beam_width.insert(io.beam_width);
@@ -232,6 +251,7 @@ impl Opened<'_> {
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
+            "two_stage": s.two_stage, "graph_cache": s.graph_cache,
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });

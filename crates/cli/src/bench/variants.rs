@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Result};
 use stratavec::layout::shuffle::Shuffle;
+use stratavec::layout::LayoutKind;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
@@ -13,100 +14,143 @@ pub struct Variant {
     pub name: &'static str,
     /// What the row measures, for reports.
     pub about: &'static str,
-    /// Build profile (sets the layout: coupled or blocked).
+    /// Build profile (its memory plan and search defaults).
     pub profile: &'static str,
     pub shuffle: Shuffle,
-    /// Build a navigation graph over this share of the vectors.
+    /// The layout, when not what the shuffle implies.
+    pub layout: Option<LayoutKind>,
+    /// Page size, when not the bench's (Gorgeous §5.3's 8 KB blocks).
+    pub page_size: Option<usize>,
+    /// Build a navigation graph, over `nav_share` of the vectors unless the
+    /// bench's --nav-sample says otherwise.
     pub nav: bool,
+    pub nav_share: f32,
+    /// The memory planner chooses PQ bytes for the budget (the bench's
+    /// --pq-bytes is ignored).
+    pub plan_pq: bool,
     pub page_search: bool,
     pub pipeline: bool,
+    pub two_stage: bool,
+    /// Open with the graph cache (indexes that have one).
+    pub graph_cache: bool,
 }
 
-const fn v(
-    name: &'static str,
-    about: &'static str,
-    profile: &'static str,
-    shuffle: Shuffle,
-    nav: bool,
-    page_search: bool,
-    pipeline: bool,
-) -> Variant {
-    Variant {
-        name,
-        about,
-        profile,
-        shuffle,
-        nav,
-        page_search,
-        pipeline,
-    }
-}
+const BASE: Variant = Variant {
+    name: "",
+    about: "",
+    profile: "diskann",
+    shuffle: Shuffle::None,
+    layout: None,
+    page_size: None,
+    nav: false,
+    nav_share: 0.02,
+    plan_pq: false,
+    page_search: false,
+    pipeline: false,
+    two_stage: false,
+    graph_cache: true,
+};
+
+/// The gorgeous profile as built by default: PQ bytes planned for the
+/// budget, replicated blocks, navigation graph, graph cache, two-stage
+/// search. Its ablations change one part each.
+const GORGEOUS: Variant = Variant {
+    name: "gorgeous",
+    about: "the gorgeous profile as built by default: planned PQ bytes, graph cache, \
+            replicated blocks, navigation graph, two-stage search",
+    profile: "gorgeous",
+    layout: Some(LayoutKind::Replicated),
+    nav: true,
+    // Gorgeous §4.1 ②: 0.5% of the vectors.
+    nav_share: 0.005,
+    plan_pq: true,
+    two_stage: true,
+    ..BASE
+};
 
 /// Every variant, in the order reports list them.
 pub const ALL: &[Variant] = &[
-    v(
-        "diskann",
-        "DiskANN: id-order coupled layout, medoid entry, beam search",
-        "diskann",
-        Shuffle::None,
-        false,
-        false,
-        false,
-    ),
-    v(
-        "starling-shuffle",
-        "diskann + BNF block shuffling only (blocked layout, no block search)",
-        "starling",
-        Shuffle::Bnf,
-        false,
-        false,
-        false,
-    ),
-    v(
-        "starling-page",
-        "diskann + block search only (id-order pages)",
-        "diskann",
-        Shuffle::None,
-        false,
-        true,
-        false,
-    ),
-    v(
-        "starling-nav",
-        "diskann + in-memory navigation graph only",
-        "diskann",
-        Shuffle::None,
-        true,
-        false,
-        false,
-    ),
-    v(
-        "starling-pipeline",
-        "diskann + I/O-compute pipeline only",
-        "diskann",
-        Shuffle::None,
-        false,
-        false,
-        true,
-    ),
-    v(
-        "starling",
-        "the starling profile as built by default: shuffle + block search + pipeline",
-        "starling",
-        Shuffle::Bnf,
-        false,
-        true,
-        true,
-    ),
-    v(
-        "starling-all",
-        "every Starling technique: the starling profile + navigation graph",
-        "starling",
-        Shuffle::Bnf,
-        true,
-        true,
-        true,
-    ),
+    Variant {
+        name: "diskann",
+        about: "DiskANN: id-order coupled layout, medoid entry, beam search",
+        ..BASE
+    },
+    Variant {
+        name: "starling-shuffle",
+        about: "diskann + BNF block shuffling only (blocked layout, no block search)",
+        profile: "starling",
+        shuffle: Shuffle::Bnf,
+        ..BASE
+    },
+    Variant {
+        name: "starling-page",
+        about: "diskann + block search only (id-order pages)",
+        page_search: true,
+        ..BASE
+    },
+    Variant {
+        name: "starling-nav",
+        about: "diskann + in-memory navigation graph only",
+        nav: true,
+        ..BASE
+    },
+    Variant {
+        name: "starling-pipeline",
+        about: "diskann + I/O-compute pipeline only",
+        pipeline: true,
+        ..BASE
+    },
+    Variant {
+        name: "starling",
+        about: "the starling profile as built by default: shuffle + block search + pipeline",
+        profile: "starling",
+        shuffle: Shuffle::Bnf,
+        page_search: true,
+        pipeline: true,
+        ..BASE
+    },
+    Variant {
+        name: "starling-all",
+        about: "every Starling technique: the starling profile + navigation graph",
+        profile: "starling",
+        shuffle: Shuffle::Bnf,
+        nav: true,
+        page_search: true,
+        pipeline: true,
+        ..BASE
+    },
+    GORGEOUS,
+    Variant {
+        name: "gorgeous-two-stage",
+        about: "diskann's index (node cache, no graph cache) + two-stage search only",
+        two_stage: true,
+        ..BASE
+    },
+    Variant {
+        name: "gorgeous-graph-cache",
+        about: "gorgeous on the coupled layout: graph cache + two-stage search \
+                (a cached list has no vector, so the cache needs the refinement stage)",
+        layout: Some(LayoutKind::Coupled),
+        ..GORGEOUS
+    },
+    Variant {
+        name: "gorgeous-replicated",
+        about: "gorgeous without the graph cache: replicated blocks + node cache + two-stage",
+        graph_cache: false,
+        ..GORGEOUS
+    },
+    Variant {
+        name: "gorgeous-separated",
+        about: "gorgeous on the separated layout (graph blocks, then vector pages; §5.3 Sep)",
+        layout: Some(LayoutKind::Separated),
+        ..GORGEOUS
+    },
+    Variant {
+        name: "gorgeous-8k",
+        about: "gorgeous with 8 KB replicated blocks (§5.3)",
+        page_size: Some(8192),
+        ..GORGEOUS
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Variant> {
@@ -123,24 +167,44 @@ pub fn find(name: &str) -> Result<&'static Variant> {
 }
 
 impl Variant {
-    /// The navigation graph's sample ratio in the index this variant needs.
-    pub fn nav_sample(&self, mu: f32) -> f32 {
+    /// The navigation graph's sample ratio in the index this variant needs:
+    /// the bench's --nav-sample when given, else the variant's own.
+    pub fn nav_sample(&self, mu: Option<f32>) -> f32 {
         if self.nav {
-            mu
+            mu.unwrap_or(self.nav_share)
         } else {
             0.0
         }
     }
 
     /// Directory name of the index (variants that differ only at search
-    /// time share it; the shuffle follows from the profile).
-    pub fn index_name(&self, dataset: &str, r: usize, l: usize, pq: usize, mu: f32) -> String {
+    /// or open time share it; the shuffle follows from the profile). A
+    /// planned index is named for its budget instead of its PQ bytes.
+    pub fn index_name(
+        &self,
+        dataset: &str,
+        r: usize,
+        l: usize,
+        pq: usize,
+        mu: Option<f32>,
+        budget_bytes: u64,
+    ) -> String {
         let nav = if self.nav {
-            format!("-nav{mu}")
+            format!("-nav{}", self.nav_sample(mu))
         } else {
             String::new()
         };
-        format!("{dataset}-{}-R{r}-L{l}-pq{pq}{nav}", self.profile)
+        let pq = if self.plan_pq {
+            format!("pqplan{:.1}MB", budget_bytes as f64 / 1e6)
+        } else {
+            format!("pq{pq}")
+        };
+        let layout = self.layout.map_or(String::new(), |k| format!("-{k}"));
+        let page = self.page_size.map_or(String::new(), |p| format!("-p{p}"));
+        format!(
+            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{page}",
+            self.profile
+        )
     }
 }
 
@@ -162,11 +226,20 @@ mod tests {
 
     #[test]
     fn search_time_variants_share_an_index() {
-        let name = |n: &str| find(n).unwrap().index_name("d", 64, 128, 48, 0.02);
+        let name = |n: &str| {
+            find(n)
+                .unwrap()
+                .index_name("d", 64, 128, 48, Some(0.02), 1_000_000)
+        };
         assert_eq!(name("diskann"), name("starling-page"));
         assert_eq!(name("diskann"), name("starling-pipeline"));
         assert_eq!(name("starling-shuffle"), name("starling"));
         assert_ne!(name("starling"), name("starling-all"));
         assert_ne!(name("starling-nav"), name("diskann"));
+        assert_eq!(name("diskann"), name("gorgeous-two-stage"));
+        assert_eq!(name("gorgeous"), name("gorgeous-replicated"));
+        assert_ne!(name("gorgeous"), name("gorgeous-graph-cache"));
+        assert_ne!(name("gorgeous"), name("gorgeous-separated"));
+        assert_ne!(name("gorgeous"), name("gorgeous-8k"));
     }
 }

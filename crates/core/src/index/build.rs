@@ -19,6 +19,7 @@ use crate::layout::{
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::cache_rank::{self, CacheRank};
 use crate::memory::planner::Part;
+use crate::memory::pq_plan::{PqPlan, PqPlanInput};
 use crate::progress::Progress;
 use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
 use crate::quant::pq_file;
@@ -89,6 +90,11 @@ pub struct BuildParams {
     /// fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<usize>,
+    /// The memory budget (bytes) the index is meant to be opened with: with
+    /// `pq_bytes` left unset, profiles that cache the graph choose their PQ
+    /// bytes by it (`memory::pq_plan`, Gorgeous §4.1 ①).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_budget: Option<u64>,
     /// Order in which the graph cache holds adjacency lists (profiles
     /// whose memory plan has one; `memory::cache_rank`).
     #[serde(default)]
@@ -145,6 +151,15 @@ impl BuildParams {
     /// when neither shuffles (a diskann index from before a shuffle option
     /// existed is still the same index).
     pub fn builds_same_index(&self, other: &BuildParams) -> bool {
+        // PQ bytes left to the planner: whatever it chose for this budget.
+        if other.unset.pq_bytes && other.memory_budget.is_some() {
+            let planned = BuildParams {
+                pq_bytes: self.pq_bytes,
+                unset: Unset::default(),
+                ..other.clone()
+            };
+            return self.builds_same_index(&planned);
+        }
         if self.shuffle != Shuffle::None || other.shuffle != Shuffle::None {
             return self == other;
         }
@@ -204,6 +219,7 @@ impl Default for BuildParams {
             cache_rank: CacheRank::Nav,
             layout: None,
             replicas: None,
+            memory_budget: None,
             store: None,
             unset: Unset::default(),
         }
@@ -232,6 +248,9 @@ pub struct BuildReport {
     /// OR(G) of id order and after each shuffle stage (Starling eq. 5).
     #[serde(default)]
     pub shuffle: Option<ShuffleReport>,
+    /// The memory planner's PQ sizes tried on a sample, when it chose them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pq_plan: Option<PqPlan>,
     /// Replicated and separated layouts: the lists packed, and the disk
     /// blow-up against the coupled layout (Gorgeous §4.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -400,10 +419,14 @@ pub fn build_index(
     let n = data.elems().len() / dim;
     let data_dtype = data.elems().dtype();
     // Every check that the parameters can work runs here, before any work.
-    let (params, chosen) = fit(params, n, dim, data_dtype)?;
-    let params = &params;
-    check_params(params, n, dim, data_dtype)?;
+    let pq_unset = params.unset.pq_bytes;
+    let (mut params, mut chosen) = fit(params, n, dim, data_dtype)?;
+    check_params(&params, n, dim, data_dtype)?;
     let profile = crate::profile::get(&params.profile)?;
+    // PQ bytes left unset with a budget given: the memory planner sizes
+    // them (Gorgeous §4.1 ①) for profiles that cache the graph.
+    let plan_pq =
+        pq_unset && params.memory_budget.is_some() && profile.memory.contains(&Part::Adjacency);
     for (field, why) in &chosen {
         progress.note(&format!("{field} = {why}"));
     }
@@ -452,7 +475,58 @@ pub fn build_index(
     })?;
     stage("prepare", t, 0.0);
 
-    // 2. PQ codebook and codes.
+    // 2. The graph.
+    checkpoint(progress, dir, "graph")?;
+    let t = Instant::now();
+    let space = BuildSpace::new(&f32_data, dim, params.metric);
+    let vparams = VamanaParams {
+        degree: params.graph_degree,
+        complexity: params.complexity,
+        alpha: params.alpha,
+        passes: params.passes,
+        max_batch_fraction: params.max_batch_fraction,
+        seed: params.seed,
+    };
+    progress.stage("build graph", (n * params.passes) as u64);
+    let (graph, gstats) = pool
+        .install(|| graph::build_until(&space, &vparams, &|d, _| progress.set(d as u64), &stop))
+        .ok_or_else(|| cancelled(dir))?;
+    progress.finish();
+    stage("graph", t, 0.0);
+
+    if plan_pq {
+        let t = Instant::now();
+        progress.stage("plan memory", 0);
+        let budget = params.memory_budget.unwrap_or(0) as usize;
+        let plan =
+            pool.install(|| plan_pq_bytes(&params, &f32_data, dim, dtype, budget, &graph.lists));
+        progress.finish();
+        if let Some(plan) = plan {
+            let at = plan.candidates.iter().find(|c| c.pq_bytes == plan.pq_bytes);
+            chosen.insert(
+                "pq_bytes".into(),
+                format!(
+                    "{}: the fewest predicted reads within the {:.1} MB memory budget \
+                     (re-rank depth {} for R@10 {} on a {}-vector sample; build_report.json \
+                     has every size tried)",
+                    plan.pq_bytes,
+                    budget as f64 / 1e6,
+                    at.and_then(|c| c.depth)
+                        .map_or("> 200".into(), |d| d.to_string()),
+                    crate::memory::pq_plan::TARGET_RECALL,
+                    plan.sample
+                ),
+            );
+            params.pq_bytes = plan.pq_bytes;
+            progress.note(&format!("pq_bytes = {}", chosen["pq_bytes"]));
+            report.chosen = chosen.clone();
+            report.pq_plan = Some(plan);
+        }
+        stage("plan", t, 0.0);
+    }
+
+    // 3. PQ codebook and codes, after the graph: the memory planner may
+    //    size them by the graph it must leave room for.
     checkpoint(progress, dir, "pq")?;
     let t = Instant::now();
     progress.stage("train PQ", 0);
@@ -472,25 +546,6 @@ pub fn build_index(
     let pq = PqQuantizer::new(codebook.clone(), codes, params.metric);
     progress.finish();
     stage("pq", t, 0.0);
-
-    // 3. The graph.
-    checkpoint(progress, dir, "graph")?;
-    let t = Instant::now();
-    let space = BuildSpace::new(&f32_data, dim, params.metric);
-    let vparams = VamanaParams {
-        degree: params.graph_degree,
-        complexity: params.complexity,
-        alpha: params.alpha,
-        passes: params.passes,
-        max_batch_fraction: params.max_batch_fraction,
-        seed: params.seed,
-    };
-    progress.stage("build graph", (n * params.passes) as u64);
-    let (graph, gstats) = pool
-        .install(|| graph::build_until(&space, &vparams, &|d, _| progress.set(d as u64), &stop))
-        .ok_or_else(|| cancelled(dir))?;
-    progress.finish();
-    stage("graph", t, 0.0);
 
     // 4. Disk layout and codes.
     let t = Instant::now();
@@ -703,6 +758,46 @@ pub fn build_index(
     unless_cancelled(progress, dir, Ok(()))?;
     staging.commit()?;
     Ok(report)
+}
+
+/// The PQ bytes the memory planner chooses for `budget` (`memory::pq_plan`):
+/// what the rest of the plan holds is estimated from the graph just built.
+fn plan_pq_bytes(
+    params: &BuildParams,
+    data: &[f32],
+    dim: usize,
+    dtype: DType,
+    budget: usize,
+    lists: &[Vec<u32>],
+) -> Option<PqPlan> {
+    let n = lists.len();
+    let bits = crate::layout::record::id_bits(n);
+    let list_bytes: usize = lists
+        .iter()
+        .map(|l| crate::layout::record::packed_len(0, l.len(), bits))
+        .sum();
+    let graph_bytes = adjacency_cache::resident_bytes_for(n, n, list_bytes);
+    // What the open will hold besides: I/O buffers at the default reserve
+    // (2 threads x 64 pages) and the navigation graph (ids, vectors and
+    // lists of its share of the vectors).
+    let buffers = 2 * crate::search::READ_SLOTS * params.page_size;
+    let nav_nodes = (n as f64 * params.nav_sample as f64).round() as usize;
+    let nav = nav_nodes * (4 + 4 * dim + 24 + 4 * params.nav_degree);
+    let node_bytes = crate::memory::node_cache::bytes_per_node(crate::layout::record::packed_len(
+        dim * dtype.size(),
+        params.graph_degree,
+        bits,
+    ));
+    crate::memory::pq_plan::choose(&PqPlanInput {
+        data,
+        dim,
+        metric: params.metric,
+        budget,
+        fixed: buffers + nav,
+        graph_bytes,
+        node_bytes,
+        seed: params.seed,
+    })
 }
 
 /// Writes `build_report.json` into an index directory being staged.

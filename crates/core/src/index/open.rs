@@ -41,6 +41,10 @@ pub struct OpenOptions {
     /// (Starling §4.3); false starts from the medoid and leaves its memory
     /// to the node cache (an ablation, or a budget where the cache pays more).
     pub navigation_graph: bool,
+    /// Hold adjacency lists in the graph cache when the index has one
+    /// (Gorgeous §4.1); false leaves its memory to the node cache (an
+    /// ablation).
+    pub graph_cache: bool,
     /// Test hook: reads at offsets for which this returns true fail with an
     /// injected EIO (proves that an I/O error fails one query, not the batch).
     pub fault_injection: Option<FaultPredicate>,
@@ -74,6 +78,7 @@ impl Default for OpenOptions {
             reserve_beam_width: 4,
             verify_checksums: false,
             navigation_graph: true,
+            graph_cache: true,
             fault_injection: None,
         }
     }
@@ -234,7 +239,7 @@ impl Index {
             false => None,
         };
         let node_bytes = bytes_per_node(layout.record_bytes());
-        let graph_path = match manifest.files.contains_key(GRAPH_FILE) {
+        let graph_path = match opts.graph_cache && manifest.files.contains_key(GRAPH_FILE) {
             true => Some(check_file_size(&manifest, &dir, GRAPH_FILE)?),
             false => None,
         };

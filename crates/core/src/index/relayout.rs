@@ -225,6 +225,7 @@ pub fn relayout(
             .map_or(0, |r| r.duplicate_links),
         shuffle: Some(report),
         replication: None,
+        pq_plan: None,
         chosen: manifest.chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);

@@ -4,6 +4,7 @@ pub mod adjacency_cache;
 pub mod cache_rank;
 pub mod node_cache;
 pub mod planner;
+pub mod pq_plan;
 pub mod report;
 
 pub use adjacency_cache::AdjacencyCache;
