@@ -200,7 +200,7 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
     data, index_dir, *, metric = "l2", graph_degree = 64, complexity = None,
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
-    store = None
+    store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -220,6 +220,10 @@ fn build_index<'py>(
     shuffle: Option<&str>,
     nav_sample: Option<f32>,
     store: Option<&str>,
+    memory_budget_mb: Option<f64>,
+    layout: Option<&str>,
+    replicas: Option<i64>,
+    cache_rank: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
     let store = store
@@ -238,8 +242,26 @@ fn build_index<'py>(
     let given = |name: &str, v: Option<i64>, default: usize| -> PyResult<usize> {
         v.map_or(Ok(default), |v| count(name, v, 1))
     };
+    let layout = layout
+        .map(|l| l.parse::<stratavec::layout::LayoutKind>())
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("layout: {e}")))?;
+    let cache_rank = cache_rank
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("cache_rank: {e}")))?;
+    if let Some(mb) = memory_budget_mb {
+        if !(mb.is_finite() && mb > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "memory_budget_mb: expected a positive number of MB, found {mb}"
+            )));
+        }
+    }
     let params = BuildParams {
         shuffle,
+        layout: layout.or(base.layout),
+        replicas: replicas.map(|r| count("replicas", r, 0)).transpose()?,
+        cache_rank,
+        memory_budget: memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         nav_sample: nav_sample.unwrap_or(base.nav_sample),
         metric,
         graph_degree: count("graph_degree", graph_degree, 1)?,
@@ -593,6 +615,21 @@ impl Index {
         }
         d.set_item("total", m.total())?;
         Ok(d)
+    }
+
+    /// What the memory planner granted each part, in its order.
+    fn memory_plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let m = self.inner.memory();
+        let plan = pyo3::types::PyList::empty(py);
+        for g in &m.plan {
+            let row = PyDict::new(py);
+            row.set_item("part", g.part.name())?;
+            row.set_item("asked", g.asked)?;
+            row.set_item("granted", g.bytes)?;
+            row.set_item("note", g.note.clone())?;
+            plan.append(row)?;
+        }
+        Ok(plan)
     }
 
     /// Searches; see `stratavec.Index.search`.

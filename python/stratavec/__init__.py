@@ -33,7 +33,7 @@ overwrite something that is not an index, and ``OSError`` for I/O failures.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import List, Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -60,8 +60,12 @@ def build_index(
     threads: Optional[int] = None,
     profile: str = "diskann",
     shuffle: Optional[str] = None,
-    nav_sample: float = 0.0,
+    nav_sample: Optional[float] = None,
     store: Optional[str] = None,
+    memory_budget_mb: Optional[float] = None,
+    layout: Optional[str] = None,
+    replicas: Optional[int] = None,
+    cache_rank: str = "nav",
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -107,21 +111,39 @@ def build_index(
         Build threads (default: all cores). The index is the same for any
         value.
     profile : str
-        Named composition of techniques: ``"diskann"`` (id-order pages) or
+        Named composition of techniques: ``"diskann"`` (id-order pages),
         ``"starling"`` (records shuffled into blocks with their neighbours,
-        searched block by block; Starling, SIGMOD 2024).
+        searched block by block; Starling, SIGMOD 2024) or ``"gorgeous"``
+        (adjacency lists cached in RAM before vectors, one disk block per
+        node with its neighbours' lists, two-stage search; Gorgeous).
     shuffle : {"none", "bnp", "bnf", "bns"}, optional
         Block shuffling; default ``"bnf"`` for ``starling``, ``"none"``
         otherwise.
-    nav_sample : float
+    nav_sample : float, optional
         Share of the vectors (0 to 0.5) sampled into an in-memory navigation
         graph that picks each query's entry points (Starling §4.3); 0: none.
+        Default: 0.005 for ``"gorgeous"``, 0 otherwise.
     store : {"f16"}, optional
         Element type of the vectors stored on disk, when not the data's own:
         ``"f16"`` (float data only) halves their bytes, so a block holds more
         records and the node cache more nodes; exact distances are then to
         the rounded vectors (relative error 2^-11 per component). Values
         beyond +-65504 are refused.
+    memory_budget_mb : float, optional
+        The budget the index will be opened with. With ``pq_bytes=None``,
+        profiles that cache the graph (``"gorgeous"``) choose their PQ bytes
+        for it, trying each size on a 1% sample (the report's ``pq_plan``
+        has every size tried).
+    layout : {"coupled", "blocked", "replicated", "separated"}, optional
+        Disk layout when not the profile's (``"replicated"`` for
+        ``"gorgeous"``; coupled or blocked as the shuffle implies otherwise).
+    replicas : int, optional
+        Replicated and separated layouts: at most this many neighbour lists
+        in a node's block. Default: as many as fit.
+    cache_rank : {"nav", "indegree", "bfs"}
+        Order in which the graph cache holds adjacency lists: nearest the
+        navigation graph first (Gorgeous §4.1), most linked first, or
+        breadth-first from the medoid.
 
     Returns
     -------
@@ -163,8 +185,12 @@ def build_index(
         threads=threads,
         profile=profile,
         shuffle=shuffle,
-        nav_sample=float(nav_sample),
+        nav_sample=None if nav_sample is None else float(nav_sample),
         store=store,
+        memory_budget_mb=memory_budget_mb,
+        layout=layout,
+        replicas=replicas,
+        cache_rank=cache_rank,
     )
 
 
@@ -279,8 +305,16 @@ class Index:
 
     def memory(self) -> Dict[str, int]:
         """RAM held by the index, in bytes, by part (``codes``, ``cache``,
-        ``buffers``) plus ``total``."""
+        ``buffers``, and ``map``, ``nav``, ``adjacency`` where held) plus
+        ``total``."""
         return self._index.memory()
+
+    def memory_plan(self) -> List[Dict[str, Any]]:
+        """The memory planner's grants, in its order: one dict per part
+        (``part``, ``asked`` and ``granted`` bytes, ``note`` saying why a
+        part got less than it asked for, or ``None``). The build's choice
+        of PQ bytes for a budget is in ``build_report.json`` (``pq_plan``)."""
+        return self._index.memory_plan()
 
     def range_search(
         self,

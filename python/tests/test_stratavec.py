@@ -575,6 +575,32 @@ def test_range_search_matches_brute_force(tmp_path):
 
 
 # --------------------------------------------------------------------------
+# The gorgeous profile: graph cache, two-stage search, memory plan
+
+
+def test_gorgeous_profile_caches_the_graph_and_searches_in_two_stages(tmp_path, data):
+    x, q = data
+    truth = brute_force(x, q, K)
+    r = stratavec.build_index(x, tmp_path / "g", profile="gorgeous", **BUILD)
+    assert r["replication"]["blowup_vs_coupled"] >= 1.0
+    idx = stratavec.Index.open(tmp_path / "g", memory_budget_mb=3.0)
+    assert idx.profile == "gorgeous" and idx.memory()["adjacency"] > 0
+    plan = idx.memory_plan()
+    assert [p["part"] for p in plan][:3] == ["codes", "buffers", "map"]
+    assert sum(p["granted"] for p in plan) <= 3_000_000
+    _, I, stats = idx.search(q, K, complexity=40, return_stats=True)
+    assert recall(I, truth) >= 0.9
+    _, I1 = idx.search(q, K, complexity=40, refine_ratio=1.0)
+    assert recall(I1, truth) >= recall(I, truth) - 0.02
+    _, Ib = idx.search(q, K, complexity=40, two_stage=False)
+    assert recall(Ib, truth) >= 0.9
+    with pytest.raises(ValueError, match="refine_ratio"):
+        idx.search(q, K, refine_ratio=0.0)
+    with pytest.raises(ValueError, match="layout"):
+        stratavec.build_index(x, tmp_path / "bad", profile="gorgeous", layout="spiral", **BUILD)
+
+
+# --------------------------------------------------------------------------
 # The starling profile and its switches
 
 

@@ -142,15 +142,15 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         .with_io(s.beam_width, s.in_flight);
     let beam_width = *s.beam_width.insert(io.beam_width);
     let in_flight = *s.in_flight.insert(io.in_flight);
+    // Every switch as `io` has it (the variant's block search, pipeline and
+    // two-stage search over the profile's defaults).
     let warm = SearchParams {
         k: s.k,
         complexity: s.ls[0].max(s.k),
         beam_width,
         threads: s.threads,
         in_flight,
-        page_search: s.page_search,
-        pipeline: s.pipeline,
-        ..Default::default()
+        ..io
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
     Ok(Opened { s, index, warm })

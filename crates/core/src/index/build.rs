@@ -425,8 +425,10 @@ pub fn build_index(
     let profile = crate::profile::get(&params.profile)?;
     // PQ bytes left unset with a budget given: the memory planner sizes
     // them (Gorgeous §4.1 ①) for profiles that cache the graph.
-    let plan_pq =
-        pq_unset && params.memory_budget.is_some() && profile.memory.contains(&Part::Adjacency);
+    let plan_pq = pq_unset
+        && params.memory_budget.is_some()
+        && profile.memory.contains(&Part::Adjacency)
+        && n >= crate::memory::pq_plan::MIN_ROWS;
     for (field, why) in &chosen {
         progress.note(&format!("{field} = {why}"));
     }
@@ -501,7 +503,18 @@ pub fn build_index(
         let plan =
             pool.install(|| plan_pq_bytes(&params, &f32_data, dim, dtype, budget, &graph.lists));
         progress.finish();
-        if let Some(plan) = plan {
+        let Some(plan) = plan else {
+            return Err(Error::argument(
+                "memory budget",
+                format!(
+                    "room for the PQ codes of {n} vectors at {} bytes or more besides the \
+                     I/O buffers and navigation graph (or give --pq-bytes)",
+                    crate::memory::pq_plan::candidate_sizes(dim)[0]
+                ),
+                format!("{:.2} MB", budget as f64 / 1e6),
+            ));
+        };
+        {
             let at = plan.candidates.iter().find(|c| c.pq_bytes == plan.pq_bytes);
             chosen.insert(
                 "pq_bytes".into(),

@@ -267,6 +267,9 @@ impl Index {
                     Some(p) => adjacency_cache::demand(p)?,
                     None => continue,
                 },
+                // A cached record without its vector saves nothing the
+                // graph cache does not save better.
+                Part::Nodes if !layout.records_hold_vectors() => continue,
                 Part::Nodes => manifest.n * node_bytes,
                 _ => continue,
             };
@@ -394,6 +397,22 @@ impl Index {
     /// can validate all its arguments before any output or work.
     pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
         params.check()?;
+        let two_stage = matches!(strategy_for(params, self.metric()), Chosen::TwoStage(_));
+        if !two_stage && !self.layout.records_hold_vectors() {
+            return Err(Error::argument(
+                format!(
+                    "search of {} (layout {})",
+                    self.dir.display(),
+                    self.layout.name()
+                ),
+                "the two-stage search (--two-stage true; k-NN only): its graph blocks hold no vectors",
+                if params.radius.is_some() {
+                    "a range search"
+                } else {
+                    "the beam search"
+                },
+            ));
+        }
         if params.k > self.len() {
             return Err(Error::argument(
                 "k",

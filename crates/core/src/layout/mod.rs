@@ -64,6 +64,12 @@ pub trait Layout: Send + Sync {
     fn record<'a>(&'a self, id: u32, bytes: &'a [u8]) -> NodeView<'a> {
         self.parse(self.record_slice(id, bytes))
     }
+    /// Whether the record `span_of` brings holds the node's vector. False
+    /// for layouts that keep vectors apart (separated): only a search that
+    /// reads vectors separately (two-stage) can search them.
+    fn records_hold_vectors(&self) -> bool {
+        true
+    }
     /// The read that fetches node `id`'s full vector (re-ranking, Gorgeous
     /// §4.2 refinement): `span_of` unless vectors are stored apart.
     fn vector_span_of(&self, id: u32) -> Span {

@@ -211,6 +211,10 @@ impl Layout for SeparatedLayout {
         "separated"
     }
 
+    fn records_hold_vectors(&self) -> bool {
+        false
+    }
+
     fn page_size(&self) -> usize {
         self.page_size
     }

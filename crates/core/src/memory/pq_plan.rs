@@ -21,6 +21,10 @@ use crate::util::rng::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+/// Rows below which there is too little data to sample (a sample of 1,800
+/// and 200 sample queries); smaller sets keep the default PQ bytes.
+pub const MIN_ROWS: usize = 2_000;
+
 /// Recall@10 the re-rank depth is measured for.
 pub const TARGET_RECALL: f64 = 0.95;
 /// Re-rank depths tried; a size that needs more gets the last.
@@ -79,18 +83,17 @@ pub fn candidate_sizes(dim: usize) -> Vec<usize> {
     sizes
 }
 
-/// Chooses PQ bytes for `input`; `None` when no candidate's codes fit.
+/// Chooses PQ bytes for `input` (at least [`MIN_ROWS`] rows); `None` when
+/// no candidate's codes fit the budget.
 pub fn choose(input: &PqPlanInput) -> Option<PqPlan> {
     let dim = input.dim;
     let n = input.data.len() / dim;
     let mut rng = Rng::new(input.seed ^ 0x5051_504C);
     // S' = 1% of the data (at least 10k, as k-means of 256 centroids needs
     // thousands of points), Q' = 200 other rows.
-    let sample = (n / 100).max(10_000).min(n.saturating_sub(50));
-    let nq = 200.min(n - sample);
-    if sample < 256 || nq == 0 {
-        return None;
-    }
+    assert!(n >= MIN_ROWS, "the planner needs {MIN_ROWS} rows or more");
+    let nq = 200;
+    let sample = (n / 100).max(10_000).min(n - nq);
     let picked = rng.sample(n, sample + nq);
     let rows = |ids: &[usize]| -> Vec<f32> {
         ids.iter()

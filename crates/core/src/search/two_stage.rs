@@ -118,8 +118,10 @@ impl TwoStageSearch {
         }
     }
 
+    /// Records node `id`'s exact distance, once; a record without its
+    /// vector (a separated layout's graph block) gives none.
     fn add_exact(&mut self, id: u32, vector: &[u8]) {
-        if self.exact_seen.insert(id) {
+        if !vector.is_empty() && self.exact_seen.insert(id) {
             let d = self.query.distance(vector);
             self.stats.exact += 1;
             self.exact.push((d, id));
@@ -192,7 +194,11 @@ impl TwoStageSearch {
             if self.exact_seen.contains(id) {
                 continue;
             }
-            match ctx.cache.get(id) {
+            match ctx
+                .cache
+                .get(id)
+                .filter(|_| ctx.layout.records_hold_vectors())
+            {
                 Some(record) => {
                     let v = ctx.layout.parse(record).vector;
                     self.add_exact(id, v);
@@ -236,9 +242,7 @@ impl QueryState for TwoStageSearch {
         match self.stage {
             Stage::Search => {
                 let node = ctx.layout.record(id, bytes);
-                if !node.vector.is_empty() {
-                    self.add_exact(id, node.vector);
-                }
+                self.add_exact(id, node.vector);
                 self.expand(ctx, id, node);
                 // Lists the block replicates, of nodes waiting in the list:
                 // expanded now, since they came free with this read.

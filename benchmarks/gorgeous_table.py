@@ -1,0 +1,141 @@
+"""The Gorgeous section of BENCHMARKS.md from `stratavec bench` rows
+(benchmarks/gorgeous.sh writes them).
+
+    python benchmarks/gorgeous_table.py --results benchmarks/results \
+        --out benchmarks/results/gorgeous.md --plot benchmarks/plots/gorgeous-budget.png
+
+Reads gorgeous-384.jsonl and gorgeous-768.jsonl (each variant at one
+budget) and gorgeous-budget-<fraction>.jsonl (diskann, starling and
+gorgeous per budget). For each system and recall@10 target: the highest
+QPS among points reaching it (median over rounds of each L; ratios computed
+within each round against starling and diskann, their median and range
+given), reads per query and p99 latency at that point, and the index's
+disk bytes. The budget table and plot give QPS at recall@10 0.95 per
+budget (Gorgeous Figure 12). Standard library, plus matplotlib for --plot.
+"""
+import argparse
+import json
+import os
+import statistics
+
+import rounds
+
+TARGETS = (0.90, 0.95)
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def searches(rows):
+    raw = [r for r in rows if r.get("kind") == "search"]
+    systems = list(dict.fromkeys(r["system"] for r in raw))
+    return {s: [r for r in raw if r["system"] == s] for s in systems}
+
+
+def ratio_cell(a, b, t):
+    rs = rounds.ratios_by_round(a, b, t)
+    if not rs:
+        return "—"
+    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
+
+
+def variant_table(path):
+    rows = load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    per = searches(rows)
+    out = [f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), budget "
+           f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('threads')} threads, "
+           f"{run.get('rounds')} rounds; raw rows `{os.path.relpath(path)}`; command: "
+           f"`{run.get('command')}`", ""]
+    head = "| system | PQ bytes | disk MB |"
+    sep = "|---|---:|---:|"
+    for t in TARGETS:
+        head += f" R@10 ≥ {t:.2f}: QPS (L) | reads | p99 ms | QPS vs starling | QPS vs diskann |"
+        sep += "---:|---:|---:|---:|---:|"
+    out += [head, sep]
+    star, disk = per.get("stratavec-starling", []), per.get("stratavec-diskann", [])
+    for s, rs in per.items():
+        pts = rounds.collapse(rs)
+        first = rs[0]
+        pq = first.get("build_params", {}).get("pq_bytes", "—")
+        cells = [s.replace("stratavec-", ""), str(pq), f"{first.get('index_bytes', 0) / 1e6:,.0f}"]
+        for t in TARGETS:
+            p = rounds.at_recall(pts, t)
+            if p is None:
+                cells += ["never", "—", "—", "—", "—"]
+                continue
+            cells += [f"{p['qps']:,.0f} (L={p['L']})", f"{p['reads_per_query']:.1f}",
+                      f"{p['p99_us'] / 1e3:.1f}",
+                      ratio_cell(rs, star, t) if star and rs is not star else "—",
+                      ratio_cell(rs, disk, t) if disk and rs is not disk else "—"]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def budget_rows(results):
+    """(fraction, budget MB, system, QPS at 0.95, reads at 0.95) per file."""
+    found = []
+    for name in sorted(os.listdir(results)):
+        if not (name.startswith("gorgeous-budget-") and name.endswith(".jsonl")):
+            continue
+        frac = float(name[len("gorgeous-budget-"):-len(".jsonl")])
+        rows = load(os.path.join(results, name))
+        run = next((r for r in rows if r.get("kind") == "run"), {})
+        for s, rs in searches(rows).items():
+            p = rounds.at_recall(rounds.collapse(rs), 0.95)
+            found.append((frac, run.get("memory_budget_bytes", 0) / 1e6, s.replace("stratavec-", ""),
+                          p["qps"] if p else None, p["reads_per_query"] if p else None,
+                          rs[0].get("build_params", {}).get("pq_bytes")))
+    return sorted(found)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default="benchmarks/results")
+    ap.add_argument("--out")
+    ap.add_argument("--plot")
+    a = ap.parse_args()
+    lines = []
+    for name in ("gorgeous-384.jsonl", "gorgeous-768.jsonl"):
+        path = os.path.join(a.results, name)
+        if os.path.exists(path):
+            lines += variant_table(path) + [""]
+    budget = budget_rows(a.results)
+    if budget:
+        lines += ["QPS and reads a query at recall@10 0.95 as the budget grows (wordnet-minilm; "
+                  "gorgeous plans its PQ bytes for each budget):", "",
+                  "| budget (share of raw vectors) | system | PQ bytes | QPS | reads |", "|---|---|---:|---:|---:|"]
+        for frac, mb, s, qps, reads, pq in budget:
+            q = f"{qps:,.0f}" if qps else "never"
+            rd = f"{reads:.1f}" if reads else "—"
+            lines.append(f"| {frac * 100:g}% ({mb:.1f} MB) | {s} | {pq} | {q} | {rd} |")
+    text = "\n".join(lines) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    print(text, end="")
+    if a.plot and budget:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+        for s in dict.fromkeys(b[2] for b in budget):
+            pts = [b for b in budget if b[2] == s and b[3]]
+            ax1.plot([b[0] * 100 for b in pts], [b[3] for b in pts], marker="o", label=s)
+            ax2.plot([b[0] * 100 for b in pts], [b[4] for b in pts], marker="o", label=s)
+        ax1.set(xlabel="memory budget (% of raw vectors)", ylabel="QPS at recall@10 0.95", xscale="log")
+        ax2.set(xlabel="memory budget (% of raw vectors)", ylabel="reads a query at recall@10 0.95", xscale="log")
+        for ax in (ax1, ax2):
+            ax.set_xticks([5, 10, 20, 40], ["5", "10", "20", "40"])
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.suptitle("wordnet-minilm (384-d, 116,707 vectors), 2 threads")
+        fig.tight_layout()
+        os.makedirs(os.path.dirname(a.plot), exist_ok=True)
+        fig.savefig(a.plot, dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+//! The gorgeous profile end to end (issue #20): graph cache, replicated and
+//! separated layouts, two-stage search, the memory plan under every
+//! budget, PQ bytes planned for a budget, and indexes built before all this
+//! still opening and searching the same.
+
+mod common;
+
+use common::*;
+use stratavec::data::Metric;
+use stratavec::layout::LayoutKind;
+use stratavec::{BuildParams, Index, OpenOptions, SearchParams};
+
+const DIM: usize = 16;
+const N: usize = 3000;
+
+fn gorgeous(layout: LayoutKind) -> BuildParams {
+    BuildParams {
+        layout: Some(layout),
+        nav_sample: 0.01,
+        ..BuildParams {
+            profile: "gorgeous".into(),
+            ..small_params(Metric::L2)
+        }
+    }
+}
+
+fn open_with(dir: &std::path::Path, budget: u64) -> Index {
+    let opts = OpenOptions {
+        memory_budget_bytes: Some(budget),
+        ..Default::default()
+    };
+    Index::open(dir, &opts).unwrap_or_else(|e| panic!("open {}: {e}", dir.display()))
+}
+
+/// The bytes an open holds whatever its budget (codes, buffers, nav).
+fn required(dir: &std::path::Path) -> u64 {
+    let plain = Index::open(dir, &OpenOptions::default()).unwrap();
+    plain.memory().total() as u64
+}
+
+#[test]
+fn every_layout_finds_neighbours_and_the_graph_cache_saves_reads() {
+    let (base, queries) = synth(N, 100, DIM, 21);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let tmp = tempdir();
+    let diskann = tmp.path().join("diskann");
+    build_f32(&diskann, &base, DIM, &small_params(Metric::L2), 2);
+    let params = |l| SearchParams {
+        two_stage: true,
+        ..search_params(10, l)
+    };
+    let d = open_with(&diskann, required(&diskann) + 20_000);
+    let dr = d
+        .search_batch(&queries, DIM, &search_params(10, 40))
+        .unwrap();
+    for layout in [
+        LayoutKind::Replicated,
+        LayoutKind::Separated,
+        LayoutKind::Coupled,
+    ] {
+        let dir = tmp.path().join(layout.name());
+        build_f32(&dir, &base, DIM, &gorgeous(layout), 2);
+        assert_eq!(
+            stratavec::index::Manifest::read(&dir).unwrap().layout,
+            layout.name()
+        );
+        // The same bytes beyond the required parts as diskann's cache got:
+        // here they hold adjacency lists, several per cached record.
+        let g = open_with(&dir, required(&dir) + 20_000);
+        assert!(g.memory().get("adjacency") > 0, "{}", g.memory());
+        let gr = g.search_batch(&queries, DIM, &params(40)).unwrap();
+        assert_eq!(gr.failed(), 0);
+        check_results(&gr, &base, &queries, DIM, Metric::L2);
+        let (rd, rg) = (recall_of(&dr, &gt, 10), recall_of(&gr, &gt, 10));
+        assert!(rg >= 0.9, "{layout}: recall {rg}");
+        let (reads_d, reads_g) = (dr.total().reads, gr.total().reads);
+        assert!(
+            reads_g < reads_d,
+            "{layout}: two-stage read {reads_g} blocks, diskann {reads_d} (recall {rg} vs {rd})"
+        );
+        // Without the two-stage search a gorgeous index is searched as
+        // diskann searches it, and finds as much; the separated layout's
+        // blocks hold no vectors, so it refuses to.
+        let beam = g.search_batch(&queries, DIM, &search_params(10, 40));
+        match layout {
+            LayoutKind::Separated => {
+                let e = beam.err().unwrap().to_string();
+                assert!(e.contains("two-stage") && e.contains("separated"), "{e}");
+            }
+            _ => assert!(recall_of(&beam.unwrap(), &gt, 10) >= 0.9, "{layout}"),
+        }
+    }
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("replicated/build_report.json")).unwrap(),
+    )
+    .unwrap();
+    let blowup = report["replication"]["blowup_vs_coupled"].as_f64().unwrap();
+    assert!(blowup > 1.0, "{report}");
+}
+
+/// Over a grid of budgets: the open never holds more than its budget, the
+/// graph cache fills before the node cache, and a budget below the
+/// required parts is refused naming them.
+#[test]
+fn the_memory_plan_never_exceeds_the_budget() {
+    let (base, _) = synth(N, 1, DIM, 22);
+    let tmp = tempdir();
+    let dir = tmp.path().join("g");
+    build_f32(&dir, &base, DIM, &gorgeous(LayoutKind::Replicated), 2);
+    let req = required(&dir);
+    let all_lists = {
+        let g = open_with(&dir, u64::MAX / 2);
+        g.memory().get("adjacency") as u64
+    };
+    assert!(all_lists > 0);
+    let mut last_adjacency = 0;
+    for step in 0..40u64 {
+        let budget = req + step * (all_lists + 200_000) / 30;
+        let g = open_with(&dir, budget);
+        let m = g.memory();
+        assert!(m.total() as u64 <= budget, "budget {budget}: {m}");
+        let adjacency = m.get("adjacency");
+        assert!(adjacency >= last_adjacency, "budget {budget}: {m}");
+        if m.get("cache") > 0 {
+            assert_eq!(adjacency as u64, all_lists, "nodes before every list: {m}");
+        }
+        last_adjacency = adjacency;
+        assert!(m.plan.iter().map(|g| g.bytes).sum::<usize>() as u64 <= budget);
+    }
+    let opts = OpenOptions {
+        memory_budget_bytes: Some(req / 2),
+        ..Default::default()
+    };
+    let e = Index::open(&dir, &opts).err().unwrap().to_string();
+    assert!(e.contains("memory budget") && e.contains("PQ codes"), "{e}");
+}
+
+/// PQ bytes left unset with a budget: the build tries sizes on a sample and
+/// records why it chose one; the codes it chose fit the budget.
+#[test]
+fn pq_bytes_are_planned_for_the_budget() {
+    let n = 12_000;
+    let (base, _) = synth(n, 1, DIM, 23);
+    let tmp = tempdir();
+    let dir = tmp.path().join("planned");
+    let budget = 1_500_000u64;
+    let params = BuildParams {
+        memory_budget: Some(budget),
+        unset: stratavec::Unset {
+            pq_bytes: true,
+            ..Default::default()
+        },
+        ..gorgeous(LayoutKind::Replicated)
+    };
+    build_f32(&dir, &base, DIM, &params, 2);
+    let m = stratavec::index::Manifest::read(&dir).unwrap();
+    let why = &m.chosen["pq_bytes"];
+    assert!(why.contains("memory budget"), "{why}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("build_report.json")).unwrap())
+            .unwrap();
+    let plan = &report["pq_plan"];
+    assert_eq!(
+        plan["pq_bytes"].as_u64().unwrap() as usize,
+        m.build.pq_bytes
+    );
+    assert!(plan["candidates"].as_array().unwrap().len() >= 2, "{plan}");
+    assert!((m.build.pq_bytes * n) as u64 <= budget);
+    // The planned build is the index a second identical request reuses.
+    assert!(m.build.builds_same_index(&params));
+    // A budget no PQ size fits is refused before the build writes anything.
+    let small = BuildParams {
+        memory_budget: Some(100_000),
+        ..params
+    };
+    let e = stratavec::build_index(
+        stratavec::data::Vectors::f32(&base, DIM).unwrap(),
+        "test data",
+        &tmp.path().join("too-small"),
+        &small,
+        2,
+        &stratavec::progress::Silent,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("memory budget") && e.contains("PQ"), "{e}");
+    assert!(!tmp.path().join("too-small").exists());
+}
