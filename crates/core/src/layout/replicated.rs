@@ -24,10 +24,10 @@
 //! or the layout is refused when built (`new`), before anything is written.
 
 use super::header::PagesHeader;
-use super::record::{id_bits, packed_len, write_packed, NodeView};
+use super::record::{id_bits, packed_len, NodeView};
 use super::replication::{
-    block_replicas, check_geometry, check_lists, own_record, pack_neighbors, write_replicas,
-    ReplicationStats, COUNT_BYTES,
+    block_replicas, check_geometry, check_lists, own_record, BlockWriter, ReplicationStats,
+    COUNT_BYTES,
 };
 use super::{CoupledLayout, Layout, Span};
 use crate::data::DType;
@@ -158,22 +158,15 @@ impl ReplicatedLayout {
             medoid,
             pages: file_bytes / self.page_size as u64,
         };
-        let mut page = vec![0u8; self.page_size];
-        header.encode(&mut page);
-        out.write_all(&page)?;
-        let vb = self.vector_bytes();
-        let bits = self.id_bits;
-        let own = |u: u32| packed_len(vb, lists[u as usize].len(), bits);
-        let room = |u: u32| self.page_size - own(u) - COUNT_BYTES;
-        let mut vec_buf = vec![0u8; vb];
-        let packing = pack_neighbors(lists, bits, max_replicas, distance, &room, |u, picks| {
-            page.fill(0);
-            vector_bytes(u, &mut vec_buf);
-            let at = own(u);
-            write_packed(&mut page[..at], &vec_buf, &lists[u as usize], bits);
-            write_replicas(&mut page[at..], picks, lists, bits);
-            out.write_all(&page)
-        })?;
+        let packing = BlockWriter {
+            header: &header,
+            page_size: self.page_size,
+            lists,
+            id_bits: self.id_bits,
+            vector_bytes: self.vector_bytes(),
+            vector: vector_bytes,
+        }
+        .write(out, distance, max_replicas)?;
         let coupled = CoupledLayout::new(
             self.page_size,
             self.n,

@@ -231,6 +231,45 @@ pub(crate) fn pack_neighbors(
     Ok(packing)
 }
 
+/// What a replicated or separated layout writes first: its header page,
+/// then one `page_size` block per node in id order, each the node's vector
+/// (`vector_bytes` long, filled by `vector`; 0 for graph blocks), its own
+/// packed list and the replicas [`pack_neighbors`] chose for the room left.
+pub(crate) struct BlockWriter<'a> {
+    pub header: &'a super::PagesHeader,
+    pub page_size: usize,
+    pub lists: &'a [Vec<u32>],
+    pub id_bits: u32,
+    pub vector_bytes: usize,
+    pub vector: &'a dyn Fn(u32, &mut [u8]),
+}
+
+impl BlockWriter<'_> {
+    pub fn write(
+        &self,
+        out: &mut impl io::Write,
+        distance: &(dyn Fn(u32, u32) -> f32 + Sync),
+        max_replicas: Option<usize>,
+    ) -> io::Result<Packing> {
+        let (lists, bits, vb) = (self.lists, self.id_bits, self.vector_bytes);
+        let mut page = vec![0u8; self.page_size];
+        self.header.encode(&mut page);
+        out.write_all(&page)?;
+        let page_size = self.page_size;
+        let own = move |u: u32| packed_len(vb, lists[u as usize].len(), bits);
+        let room = move |u: u32| page_size - own(u) - COUNT_BYTES;
+        let mut vec_buf = vec![0u8; vb];
+        pack_neighbors(lists, bits, max_replicas, distance, &room, |u, picks| {
+            page.fill(0);
+            (self.vector)(u, &mut vec_buf);
+            let at = own(u);
+            write_packed(&mut page[..at], &vec_buf, &lists[u as usize], bits);
+            write_replicas(&mut page[at..], picks, lists, bits);
+            out.write_all(&page)
+        })
+    }
+}
+
 /// Writes the replica section for `picks` at the start of `out` and returns
 /// its length. `out` must be zero and hold it (what `pack_neighbors` chose
 /// for the room).

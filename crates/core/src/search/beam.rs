@@ -63,7 +63,7 @@ pub struct BeamSearch {
 
 /// Ids a search with list size `complexity` expects to visit: ~R new ids
 /// for each of ~L hops.
-fn visited_capacity(complexity: usize) -> usize {
+pub(super) fn visited_capacity(complexity: usize) -> usize {
     (complexity * 48).max(2048)
 }
 
@@ -157,17 +157,12 @@ impl BeamSearch {
 
     /// The query's table and its entry points in the list.
     fn start(&mut self, ctx: &SearchContext) {
-        ctx.quantizer.prepare(&self.query.f32, &mut self.table);
-        let mut starts = Vec::new();
-        ctx.entry
-            .starts(&self.query.f32, ctx.entry_complexity, &mut starts);
-        for id in starts {
-            if self.visited.insert(id) {
-                let d = ctx.quantizer.estimate(&self.table, id);
-                self.stats.estimated += 1;
-                self.list.insert(id, d);
-            }
-        }
+        self.stats.estimated += ctx.seed(
+            &self.query.f32,
+            &mut self.table,
+            &mut self.visited,
+            &mut self.list,
+        );
     }
 
     /// A range search: starts as a k-NN search with list size `complexity`

@@ -23,3 +23,28 @@ pub struct SearchContext<'a> {
     /// For error messages.
     pub pages_path: &'a std::path::Path,
 }
+
+impl SearchContext<'_> {
+    /// A query's start: its estimator table prepared, and its entry points
+    /// put in the candidate list at their estimates (marked visited).
+    /// Returns the estimates made.
+    pub fn seed(
+        &self,
+        query: &[f32],
+        table: &mut crate::quant::QueryTable,
+        visited: &mut crate::util::visited::VisitedSet,
+        list: &mut crate::util::candidates::CandidateList,
+    ) -> u64 {
+        self.quantizer.prepare(query, table);
+        let mut starts = Vec::new();
+        self.entry.starts(query, self.entry_complexity, &mut starts);
+        let mut estimated = 0;
+        for id in starts {
+            if visited.insert(id) {
+                list.insert(id, self.quantizer.estimate(table, id));
+                estimated += 1;
+            }
+        }
+        estimated
+    }
+}

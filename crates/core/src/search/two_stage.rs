@@ -14,6 +14,7 @@
 //! vector, all submitted at once and each processed as it completes (§4.3,
 //! "other optimizations"). The result is the top k by exact distance.
 
+use super::beam::visited_capacity;
 use super::context::SearchContext;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
@@ -59,10 +60,6 @@ pub struct TwoStageSearch {
     fresh_est: Vec<f32>,
 }
 
-fn visited_capacity(complexity: usize) -> usize {
-    (complexity * 48).max(2048)
-}
-
 impl TwoStageSearch {
     fn new(ctx: &SearchContext, query: PreparedQuery, p: &TwoStage) -> Self {
         let mut s = TwoStageSearch {
@@ -105,17 +102,12 @@ impl TwoStageSearch {
         self.beam_width = p.beam_width.max(1);
         self.refine = ((p.refine_ratio.clamp(0.0, 1.0) * p.complexity as f32).ceil() as usize)
             .clamp(1, p.complexity.max(1));
-        ctx.quantizer.prepare(&self.query.f32, &mut self.table);
-        let mut starts = Vec::new();
-        ctx.entry
-            .starts(&self.query.f32, ctx.entry_complexity, &mut starts);
-        for id in starts {
-            if self.visited.insert(id) {
-                let d = ctx.quantizer.estimate(&self.table, id);
-                self.stats.estimated += 1;
-                self.list.insert(id, d);
-            }
-        }
+        self.stats.estimated += ctx.seed(
+            &self.query.f32,
+            &mut self.table,
+            &mut self.visited,
+            &mut self.list,
+        );
     }
 
     /// Records node `id`'s exact distance, once; a record without its
