@@ -191,7 +191,27 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
         s.set_item("stages", sh.stages.clone())?;
         d.set_item("shuffle", s)?;
     }
+    // The replicated layouts' packing and blow-up, the planner's PQ sizes
+    // tried: as build_report.json has them.
+    let json = py.import("json")?;
+    let as_py = |v: String| json.call_method1("loads", (v,));
+    if let Some(rep) = &r.replication {
+        d.set_item(
+            "replication",
+            as_py(serde_json::to_string(rep).map_err(to_py_json)?)?,
+        )?;
+    }
+    if let Some(plan) = &r.pq_plan {
+        d.set_item(
+            "pq_plan",
+            as_py(serde_json::to_string(plan).map_err(to_py_json)?)?,
+        )?;
+    }
     Ok(d)
+}
+
+fn to_py_json(e: serde_json::Error) -> PyErr {
+    PyValueError::new_err(format!("build report: {e}"))
 }
 
 /// Builds a disk index of `data` in `index_dir`; see `stratavec.build_index`.

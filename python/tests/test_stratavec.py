@@ -588,10 +588,15 @@ def test_gorgeous_profile_caches_the_graph_and_searches_in_two_stages(tmp_path, 
     plan = idx.memory_plan()
     assert [p["part"] for p in plan][:3] == ["codes", "buffers", "map"]
     assert sum(p["granted"] for p in plan) <= 3_000_000
-    _, I, stats = idx.search(q, K, complexity=40, return_stats=True)
+    # σ = 0.5 re-ranks the best half of the list by estimate; with these
+    # 16-byte codes L = 80 is needed for 0.9, or every candidate at L = 40.
+    _, I = idx.search(q, K, complexity=80)
     assert recall(I, truth) >= 0.9
+    _, I40, stats = idx.search(q, K, complexity=40, return_stats=True)
     _, I1 = idx.search(q, K, complexity=40, refine_ratio=1.0)
-    assert recall(I1, truth) >= recall(I, truth) - 0.02
+    assert recall(I1, truth) >= max(0.9, recall(I40, truth))
+    # Every read is a refinement read, at most ⌈σ·L⌉ a query.
+    assert stats["reads"].max() <= 20
     _, Ib = idx.search(q, K, complexity=40, two_stage=False)
     assert recall(Ib, truth) >= 0.9
     with pytest.raises(ValueError, match="refine_ratio"):

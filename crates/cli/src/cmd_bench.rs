@@ -191,8 +191,11 @@ pub fn run(a: Args) -> Result<()> {
                 .unwrap_or(BuildParams::default().page_size),
             nav_sample: variant.nav_sample(a.nav_sample),
             memory_budget: variant.plan_pq.then_some(budget),
+            // The page size is the variant's, or left to the build, which
+            // fits it to the records (8 KB for starling at 768-d f32).
             unset: stratavec::Unset {
                 pq_bytes: variant.plan_pq,
+                page_size: variant.page_size.is_none(),
                 ..Default::default()
             },
             store: a.store,

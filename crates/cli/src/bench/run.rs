@@ -62,7 +62,12 @@ pub fn build_or_reuse(
                 .flat_map(|l| ["--layout".to_string(), l.to_string()]),
         )
         .args(["--passes", &params.passes.to_string()])
-        .args(["--page-size", &params.page_size.to_string()])
+        .args(
+            Some(params.page_size)
+                .filter(|_| !params.unset.page_size)
+                .iter()
+                .flat_map(|p| ["--page-size".to_string(), p.to_string()]),
+        )
         .args(["--seed", &params.seed.to_string()])
         .args(["--shuffle", &params.shuffle.to_string()])
         .args(["--nav-sample", &params.nav_sample.to_string()])

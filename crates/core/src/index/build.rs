@@ -151,14 +151,29 @@ impl BuildParams {
     /// when neither shuffles (a diskann index from before a shuffle option
     /// existed is still the same index).
     pub fn builds_same_index(&self, other: &BuildParams) -> bool {
-        // PQ bytes left to the planner: whatever it chose for this budget.
-        if other.unset.pq_bytes && other.memory_budget.is_some() {
-            let planned = BuildParams {
-                pq_bytes: self.pq_bytes,
-                unset: Unset::default(),
+        // Parameters `other` leaves to the build: whatever it chose (the
+        // planner's PQ bytes for this budget, the page size that fits).
+        let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
+        if planned_pq || other.unset.page_size {
+            let fitted = BuildParams {
+                pq_bytes: if planned_pq {
+                    self.pq_bytes
+                } else {
+                    other.pq_bytes
+                },
+                page_size: if other.unset.page_size {
+                    self.page_size
+                } else {
+                    other.page_size
+                },
+                unset: Unset {
+                    pq_bytes: other.unset.pq_bytes && !planned_pq,
+                    page_size: false,
+                    ..other.unset
+                },
                 ..other.clone()
             };
-            return self.builds_same_index(&planned);
+            return self.builds_same_index(&fitted);
         }
         if self.shuffle != Shuffle::None || other.shuffle != Shuffle::None {
             return self == other;
