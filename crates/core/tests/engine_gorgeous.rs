@@ -166,6 +166,18 @@ fn pq_bytes_are_planned_for_the_budget() {
     );
     assert!(plan["candidates"].as_array().unwrap().len() >= 2, "{plan}");
     assert!((m.build.pq_bytes * n) as u64 <= budget);
+    // The navigation graph was tried on sample queries: kept (nav.bin)
+    // exactly when it saved expansions, and said why when not.
+    let nav = &report["nav_plan"];
+    let kept = nav["kept"].as_bool().unwrap();
+    let (from_nav, from_medoid) = (
+        nav["expansions_from_nav"].as_f64().unwrap(),
+        nav["expansions_from_medoid"].as_f64().unwrap(),
+    );
+    assert!(from_nav > 0.0 && from_medoid > 0.0, "{nav}");
+    assert_eq!(kept, from_nav <= 0.95 * from_medoid, "{nav}");
+    assert_eq!(dir.join("nav.bin").exists(), kept);
+    assert_eq!(m.chosen.contains_key("nav_sample"), !kept);
     // The planned build is the index a second identical request reuses.
     assert!(m.build.builds_same_index(&params));
     // A budget no PQ size fits is refused before the build writes anything.

@@ -266,6 +266,9 @@ pub struct BuildReport {
     /// The memory planner's PQ sizes tried on a sample, when it chose them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pq_plan: Option<PqPlan>,
+    /// The planner's test of the navigation graph on sample queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nav_plan: Option<crate::memory::nav_plan::NavPlan>,
     /// Replicated and separated layouts: the lists packed, and the disk
     /// blow-up against the coupled layout (Gorgeous §4.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -714,9 +717,51 @@ pub fn build_index(
                 params.seed,
             )
         });
-        let nav_path = staging.dir.join("nav.bin");
-        write_file(&nav_path, |w| nav.write(w))?;
-        extra_files.push("nav.bin");
+        // Planned builds keep the graph only if sample queries gain from it
+        // (Gorgeous §4.1 ②); it still ranks the graph cache either way.
+        let keep = if plan_pq {
+            let depth = report
+                .pq_plan
+                .as_ref()
+                .and_then(|p| p.candidates.iter().find(|c| c.pq_bytes == p.pq_bytes))
+                .and_then(|c| c.depth)
+                .unwrap_or(32);
+            // The list size the two-stage search needs at σ = 0.5.
+            let l = (2 * depth).max(16);
+            let plan = pool.install(|| {
+                let g = crate::memory::nav_plan::InRam {
+                    lists: &graph.lists,
+                    medoid: graph.medoid,
+                    pq: &pq,
+                    data: &f32_data,
+                    dim,
+                };
+                crate::memory::nav_plan::decide(&g, &nav, l, params.seed)
+            });
+            let kept = plan.kept;
+            if !kept {
+                let why = format!(
+                    "none kept: the navigation graph saved too little on {} sample queries \
+                     ({:.1} search-stage expansions from it, {:.1} from the medoid; needs {:.0}% fewer)",
+                    plan.queries,
+                    plan.expansions_from_nav,
+                    plan.expansions_from_medoid,
+                    crate::memory::nav_plan::MIN_GAIN * 100.0
+                );
+                progress.note(&format!("navigation graph: {why}"));
+                chosen.insert("nav_sample".into(), why);
+                report.chosen = chosen.clone();
+            }
+            report.nav_plan = Some(plan);
+            kept
+        } else {
+            true
+        };
+        if keep {
+            let nav_path = staging.dir.join("nav.bin");
+            write_file(&nav_path, |w| nav.write(w))?;
+            extra_files.push("nav.bin");
+        }
         progress.finish();
         nested += stage("nav", t, 0.0);
         nav_graph = Some(nav);

@@ -226,6 +226,7 @@ pub fn relayout(
         shuffle: Some(report),
         replication: None,
         pq_plan: None,
+        nav_plan: None,
         chosen: manifest.chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);

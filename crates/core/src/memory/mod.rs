@@ -2,6 +2,7 @@
 //! node cache and the accounting that enforces the memory budget.
 pub mod adjacency_cache;
 pub mod cache_rank;
+pub mod nav_plan;
 pub mod node_cache;
 pub mod planner;
 pub mod pq_plan;

@@ -1,0 +1,113 @@
+//! The memory planner's second decision, made at build (Gorgeous §4.1 ②):
+//! whether the navigation graph earns its bytes. "We profile whether the
+//! navigation index improves performance by running the sampled query set
+//! Q'. If it does not improve performance, the navigation index is
+//! disabled." Here performance is the search stage's expansions: each is a
+//! read when its list is not cached, and CPU when it is. Sample queries run
+//! the two-stage search's first stage in RAM (the build holds every list
+//! and the PQ codes) from the medoid and from the navigation graph's
+//! starts; the graph is kept if it saves at least [`MIN_GAIN`] of them.
+
+use crate::entry::{EntryPoints, NavGraph};
+use crate::quant::{Quantizer, QueryTable};
+use crate::util::candidates::CandidateList;
+use crate::util::rng::Rng;
+use crate::util::visited::VisitedSet;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The share of expansions the navigation graph must save to be kept.
+pub const MIN_GAIN: f64 = 0.05;
+/// Sample queries (rows of the data).
+const QUERIES: usize = 200;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NavPlan {
+    pub queries: usize,
+    /// Candidate list size of the simulated search stage.
+    pub complexity: usize,
+    /// Mean expansions a query, starting at the medoid / at the graph's
+    /// starts.
+    pub expansions_from_medoid: f64,
+    pub expansions_from_nav: f64,
+    pub kept: bool,
+}
+
+/// What the build holds that the simulated search stage runs on.
+pub struct InRam<'a> {
+    pub lists: &'a [Vec<u32>],
+    pub medoid: u32,
+    pub pq: &'a dyn Quantizer,
+    /// The f32 view of the data (normalised for cosine), `dim` wide.
+    pub data: &'a [f32],
+    pub dim: usize,
+}
+
+/// Runs the sample queries both ways with list size `complexity` and
+/// decides.
+pub fn decide(g: &InRam, nav: &NavGraph, complexity: usize, seed: u64) -> NavPlan {
+    let n = g.lists.len();
+    let dim = g.dim;
+    let ids = Rng::new(seed ^ 0x4E41_5650).sample(n, QUERIES.min(n));
+    let mean = |from_nav: bool| -> f64 {
+        let total: usize = ids
+            .par_iter()
+            .map(|&i| {
+                let q = &g.data[i * dim..(i + 1) * dim];
+                let mut starts = Vec::new();
+                if from_nav {
+                    nav.starts(q, 16, &mut starts);
+                } else {
+                    starts.push(g.medoid);
+                }
+                expansions(g.lists, g.pq, q, &starts, complexity)
+            })
+            .sum();
+        total as f64 / ids.len().max(1) as f64
+    };
+    let (from_medoid, from_nav) = (mean(false), mean(true));
+    NavPlan {
+        queries: ids.len(),
+        complexity,
+        expansions_from_medoid: from_medoid,
+        expansions_from_nav: from_nav,
+        kept: from_nav <= (1.0 - MIN_GAIN) * from_medoid,
+    }
+}
+
+/// Expansions of a greedy search on estimates with list size `complexity`
+/// from `starts` until every listed candidate is expanded.
+fn expansions(
+    lists: &[Vec<u32>],
+    pq: &dyn Quantizer,
+    query: &[f32],
+    starts: &[u32],
+    complexity: usize,
+) -> usize {
+    let mut table = QueryTable::default();
+    pq.prepare(query, &mut table);
+    let mut list = CandidateList::new(complexity);
+    let mut visited = VisitedSet::with_capacity(complexity * 64);
+    for &s in starts {
+        if visited.insert(s) {
+            list.insert(s, pq.estimate(&table, s));
+        }
+    }
+    let (mut fresh, mut est, mut count) = (Vec::new(), Vec::new(), 0);
+    while let Some(c) = list.pop_closest_unexpanded() {
+        count += 1;
+        fresh.clear();
+        fresh.extend(
+            lists[c.id as usize]
+                .iter()
+                .copied()
+                .filter(|&v| visited.insert(v)),
+        );
+        est.resize(fresh.len(), 0.0);
+        pq.estimate_many(&table, &fresh, &mut est);
+        for (&v, &d) in fresh.iter().zip(&est) {
+            list.insert(v, d);
+        }
+    }
+    count
+}
