@@ -140,10 +140,10 @@ def build_index(
     replicas : int, optional
         Replicated and separated layouts: at most this many neighbour lists
         in a node's block. Default: as many as fit.
-    cache_rank : {"nav", "indegree", "bfs"}
+    cache_rank : {"nav", "indegree", "bfs", "visits"}
         Order in which the graph cache holds adjacency lists: nearest the
-        navigation graph first (Gorgeous §4.1), most linked first, or
-        breadth-first from the medoid.
+        navigation graph first (Gorgeous §4.1), most linked first,
+        breadth-first from the medoid, or most expanded by sample queries.
 
     Returns
     -------

@@ -90,7 +90,8 @@ pub struct Args {
     layout: Option<stratavec::layout::LayoutKind>,
     /// Order in which the graph cache holds adjacency lists (profiles with
     /// one: gorgeous): nav (distance to the navigation graph, Gorgeous
-    /// §4.1), indegree (most linked first) or bfs (from the medoid).
+    /// §4.1), indegree (most linked first), bfs (from the medoid) or visits
+    /// (most expanded by sample queries).
     #[arg(long, default_value = "nav")]
     cache_rank: stratavec::memory::cache_rank::CacheRank,
     /// Element type of the vectors stored on disk: f16 halves their bytes

@@ -772,16 +772,16 @@ pub fn build_index(
         checkpoint(progress, dir, "rank")?;
         let t = Instant::now();
         progress.stage("rank graph cache", 0);
-        let order = pool.install(|| {
-            cache_rank::rank(
-                params.cache_rank,
-                &graph.lists,
-                graph.medoid,
-                &f32_data,
-                dim,
-                nav_graph.as_ref(),
-            )
-        });
+        let input = cache_rank::RankInput {
+            lists: &graph.lists,
+            medoid: graph.medoid,
+            data: &f32_data,
+            dim,
+            nav: nav_graph.as_ref(),
+            pq: &pq,
+            seed: params.seed,
+        };
+        let order = pool.install(|| cache_rank::rank(params.cache_rank, &input));
         let path = staging.dir.join(GRAPH_FILE);
         write_file(&path, |w| adjacency_cache::write(w, &order, &graph.lists))?;
         extra_files.push(GRAPH_FILE);

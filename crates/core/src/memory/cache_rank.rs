@@ -9,8 +9,15 @@
 //!   many lists point at are reached from many places.
 //! - `bfs`: breadth-first from the medoid (DiskANN's node cache rule), what
 //!   `nav` falls back to when the index has no navigation graph.
+//! - `visits`: by how often sample queries (1% of the rows, at least 1,000)
+//!   expand each node in the search stage run in RAM, most first, the
+//!   nodes no sample reached in BFS order (Gorgeous §4.1 names visit
+//!   frequency as the alternative to its rule).
 
-use crate::entry::NavGraph;
+use crate::entry::{EntryPoints, NavGraph};
+use crate::memory::nav_plan::search_stage;
+use crate::quant::Quantizer;
+use crate::util::rng::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +28,7 @@ pub enum CacheRank {
     Nav,
     Indegree,
     Bfs,
+    Visits,
 }
 
 impl std::fmt::Display for CacheRank {
@@ -29,6 +37,7 @@ impl std::fmt::Display for CacheRank {
             CacheRank::Nav => "nav",
             CacheRank::Indegree => "indegree",
             CacheRank::Bfs => "bfs",
+            CacheRank::Visits => "visits",
         })
     }
 }
@@ -40,7 +49,10 @@ impl std::str::FromStr for CacheRank {
             "nav" => Ok(CacheRank::Nav),
             "indegree" => Ok(CacheRank::Indegree),
             "bfs" => Ok(CacheRank::Bfs),
-            _ => Err(format!("expected nav, indegree or bfs, found {s:?}")),
+            "visits" => Ok(CacheRank::Visits),
+            _ => Err(format!(
+                "expected nav, indegree, bfs or visits, found {s:?}"
+            )),
         }
     }
 }
@@ -49,19 +61,24 @@ impl std::str::FromStr for CacheRank {
 /// nearest navigation node (the same as queries use by default).
 const NAV_COMPLEXITY: usize = 16;
 
+/// What the build holds that a ranking may use.
+pub struct RankInput<'a> {
+    pub lists: &'a [Vec<u32>],
+    pub medoid: u32,
+    /// The f32 view the build works on (normalised for cosine), `dim` wide.
+    pub data: &'a [f32],
+    pub dim: usize,
+    pub nav: Option<&'a NavGraph>,
+    pub pq: &'a dyn Quantizer,
+    pub seed: u64,
+}
+
 /// Every node id, best first, by `rank` (runs on the caller's pool).
-/// `data` is the f32 view the build works on (normalised for cosine).
-pub fn rank(
-    rank: CacheRank,
-    lists: &[Vec<u32>],
-    medoid: u32,
-    data: &[f32],
-    dim: usize,
-    nav: Option<&NavGraph>,
-) -> Vec<u32> {
-    match (rank, nav) {
+pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
+    let (lists, dim) = (r.lists, r.dim);
+    match (rank, r.nav) {
         (CacheRank::Nav, Some(nav)) => by_key(lists.len(), |id| {
-            nav.nearest_distance(&data[id * dim..(id + 1) * dim], NAV_COMPLEXITY)
+            nav.nearest_distance(&r.data[id * dim..(id + 1) * dim], NAV_COMPLEXITY)
         }),
         (CacheRank::Indegree, _) => {
             let mut indegree = vec![0u32; lists.len()];
@@ -72,9 +89,50 @@ pub fn rank(
             }
             by_key(lists.len(), |id| -(indegree[id] as f32))
         }
-        (CacheRank::Nav, None) | (CacheRank::Bfs, _) => bfs(lists, medoid),
+        (CacheRank::Visits, _) => by_visits(r),
+        (CacheRank::Nav, None) | (CacheRank::Bfs, _) => bfs(lists, r.medoid),
     }
 }
+
+/// Sample queries' search stages in RAM, nodes by times expanded.
+fn by_visits(r: &RankInput) -> Vec<u32> {
+    let n = r.lists.len();
+    let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, (n / 100).max(1000).min(n));
+    let counts: Vec<u32> = queries
+        .par_iter()
+        .fold(
+            || vec![0u32; n],
+            |mut c, &i| {
+                let q = &r.data[i * r.dim..(i + 1) * r.dim];
+                let mut starts = Vec::new();
+                match r.nav {
+                    Some(nav) => nav.starts(q, NAV_COMPLEXITY, &mut starts),
+                    None => starts.push(r.medoid),
+                }
+                search_stage(r.lists, r.pq, q, &starts, VISITS_COMPLEXITY, |v| {
+                    c[v as usize] += 1
+                });
+                c
+            },
+        )
+        .reduce(
+            || vec![0u32; n],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    let mut place = vec![0u32; n];
+    for (p, &v) in bfs(r.lists, r.medoid).iter().enumerate() {
+        place[v as usize] = p as u32;
+    }
+    let mut ids: Vec<u32> = (0..n as u32).collect();
+    ids.par_sort_unstable_by_key(|&v| (std::cmp::Reverse(counts[v as usize]), place[v as usize]));
+    ids
+}
+
+/// List size of the sample queries' search stage (`visits`).
+const VISITS_COMPLEXITY: usize = 64;
 
 /// Ids sorted by `key` (smallest first, ties by id).
 fn by_key(n: usize, key: impl Fn(usize) -> f32 + Sync) -> Vec<u32> {
@@ -116,6 +174,19 @@ mod tests {
     use super::*;
     use crate::data::Metric;
 
+    fn pq_of(data: &[f32], dim: usize) -> crate::quant::PqQuantizer {
+        use crate::quant::pq::{PqCodebook, PqTrainParams};
+        let p = PqTrainParams {
+            m: dim,
+            sample: 1000,
+            iters: 3,
+            seed: 1,
+        };
+        let cb = PqCodebook::train(data, dim, &p);
+        let codes = cb.encode_all(data);
+        crate::quant::PqQuantizer::new(cb, codes, Metric::L2)
+    }
+
     fn is_permutation(order: &[u32], n: usize) -> bool {
         let mut s = order.to_vec();
         s.sort_unstable();
@@ -132,11 +203,33 @@ mod tests {
             .map(|i| (1..4).map(|k| ((i * 7 + k * 13) % n) as u32).collect())
             .collect();
         let nav = NavGraph::build(&data, dim, Metric::L2, 0.1, 8, 1);
-        for r in [CacheRank::Nav, CacheRank::Indegree, CacheRank::Bfs] {
-            let order = rank(r, &lists, 0, &data, dim, Some(&nav));
+        let pq = pq_of(&data, dim);
+        let input = RankInput {
+            lists: &lists,
+            medoid: 0,
+            data: &data,
+            dim,
+            nav: Some(&nav),
+            pq: &pq,
+            seed: 1,
+        };
+        for r in [
+            CacheRank::Nav,
+            CacheRank::Indegree,
+            CacheRank::Bfs,
+            CacheRank::Visits,
+        ] {
+            let order = rank(r, &input);
             assert!(is_permutation(&order, n), "{r}");
         }
-        assert_eq!(rank(CacheRank::Bfs, &lists, 5, &data, dim, None)[0], 5);
+        let no_nav = RankInput {
+            medoid: 5,
+            nav: None,
+            ..input
+        };
+        assert_eq!(rank(CacheRank::Bfs, &no_nav)[0], 5);
+        // The medoid is every sample's first expansion without a nav graph.
+        assert_eq!(rank(CacheRank::Visits, &no_nav)[0], 5);
     }
 
     #[test]
@@ -147,16 +240,23 @@ mod tests {
         let data: Vec<f32> = (0..n * dim).map(|_| rng.normal()).collect();
         let lists: Vec<Vec<u32>> = (0..n).map(|i| vec![((i + 1) % n) as u32, 17]).collect();
         let nav = NavGraph::build(&data, dim, Metric::L2, 0.05, 8, 1);
-        let order = rank(CacheRank::Nav, &lists, 0, &data, dim, Some(&nav));
+        let pq = pq_of(&data, dim);
+        let input = RankInput {
+            lists: &lists,
+            medoid: 0,
+            data: &data,
+            dim,
+            nav: Some(&nav),
+            pq: &pq,
+            seed: 1,
+        };
+        let order = rank(CacheRank::Nav, &input);
         // A navigation node is at distance 0 from itself.
         let first = order[0] as usize;
         assert_eq!(
             nav.nearest_distance(&data[first * dim..(first + 1) * dim], 16),
             0.0
         );
-        assert_eq!(
-            rank(CacheRank::Indegree, &lists, 0, &data, dim, None)[0],
-            17
-        );
+        assert_eq!(rank(CacheRank::Indegree, &input)[0], 17);
     }
 }

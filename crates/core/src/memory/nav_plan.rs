@@ -60,7 +60,9 @@ pub fn decide(g: &InRam, nav: &NavGraph, complexity: usize, seed: u64) -> NavPla
                 } else {
                     starts.push(g.medoid);
                 }
-                expansions(g.lists, g.pq, q, &starts, complexity)
+                let mut count = 0;
+                search_stage(g.lists, g.pq, q, &starts, complexity, |_| count += 1);
+                count
             })
             .sum();
         total as f64 / ids.len().max(1) as f64
@@ -75,15 +77,17 @@ pub fn decide(g: &InRam, nav: &NavGraph, complexity: usize, seed: u64) -> NavPla
     }
 }
 
-/// Expansions of a greedy search on estimates with list size `complexity`
-/// from `starts` until every listed candidate is expanded.
-fn expansions(
+/// A greedy search on estimates with list size `complexity` from `starts`
+/// until every listed candidate is expanded (the two-stage search's first
+/// stage with every list in RAM), calling `expanded` for each node expanded.
+pub fn search_stage(
     lists: &[Vec<u32>],
     pq: &dyn Quantizer,
     query: &[f32],
     starts: &[u32],
     complexity: usize,
-) -> usize {
+    mut expanded: impl FnMut(u32),
+) {
     let mut table = QueryTable::default();
     pq.prepare(query, &mut table);
     let mut list = CandidateList::new(complexity);
@@ -93,9 +97,9 @@ fn expansions(
             list.insert(s, pq.estimate(&table, s));
         }
     }
-    let (mut fresh, mut est, mut count) = (Vec::new(), Vec::new(), 0);
+    let (mut fresh, mut est) = (Vec::new(), Vec::new());
     while let Some(c) = list.pop_closest_unexpanded() {
-        count += 1;
+        expanded(c.id);
         fresh.clear();
         fresh.extend(
             lists[c.id as usize]
@@ -109,5 +113,4 @@ fn expansions(
             list.insert(v, d);
         }
     }
-    count
 }
