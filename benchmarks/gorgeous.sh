@@ -10,8 +10,8 @@
 #   3. diskann, starling and gorgeous as the budget goes 5%, 10%, 20%, 40%
 #      of the raw vectors on wordnet-minilm (Gorgeous Figure 12; gorgeous
 #      plans its PQ bytes for each budget, so each budget is its own index);
-#   4. the tables (benchmarks/gorgeous_table.py) into
-#      benchmarks/results/gorgeous.md and the budget plot.
+#   4. the tables (benchmarks/gorgeous_table.py) into BENCHMARKS.md (between
+#      its gorgeous-tables markers) and the budget plot.
 # Steps can be chosen: `benchmarks/gorgeous.sh 1 3` runs steps 1 and 3.
 # About 1.5 hours on this 2-vCPU machine, most of it index builds (reused
 # from .cache/bench on later runs). Run it with nothing else on the machine.
@@ -55,5 +55,6 @@ fi
 if has 4; then
   py=benchmarks/.venvs/plot/bin/python
   [ -x "$py" ] || py=python3
-  "$py" benchmarks/gorgeous_table.py --results "$res" --out "$res/gorgeous.md" --plot benchmarks/plots/gorgeous-budget.png
+  "$py" benchmarks/gorgeous_table.py --results "$res" --out "$res/gorgeous.md" \
+    --plot benchmarks/plots/gorgeous-budget.png --into BENCHMARKS.md
 fi

@@ -2,7 +2,8 @@
 (benchmarks/gorgeous.sh writes them).
 
     python benchmarks/gorgeous_table.py --results benchmarks/results \
-        --out benchmarks/results/gorgeous.md --plot benchmarks/plots/gorgeous-budget.png
+        --out benchmarks/results/gorgeous.md --plot benchmarks/plots/gorgeous-budget.png \
+        --into BENCHMARKS.md
 
 Reads gorgeous-384.jsonl and gorgeous-768.jsonl (each variant at one
 budget) and gorgeous-budget-<fraction>.jsonl (diskann, starling and
@@ -96,6 +97,8 @@ def main():
     ap.add_argument("--results", default="benchmarks/results")
     ap.add_argument("--out")
     ap.add_argument("--plot")
+    ap.add_argument("--into", help="replace the text between the gorgeous-tables markers of this file "
+                    "(BENCHMARKS.md) with the tables")
     a = ap.parse_args()
     lines = []
     for name in ("gorgeous-384.jsonl", "gorgeous-768.jsonl"):
@@ -116,6 +119,15 @@ def main():
         with open(a.out, "w") as f:
             f.write(text)
     print(text, end="")
+    if a.into:
+        begin, end = "<!-- BEGIN gorgeous-tables", "<!-- END gorgeous-tables -->"
+        with open(a.into) as f:
+            doc = f.read()
+        head, rest = doc.split(begin, 1)
+        marker_line, rest = rest.split("\n", 1)
+        _, tail = rest.split(end, 1)
+        with open(a.into, "w") as f:
+            f.write(head + begin + marker_line + "\n\n" + text + "\n" + end + tail)
     if a.plot and budget:
         import matplotlib
         matplotlib.use("Agg")
