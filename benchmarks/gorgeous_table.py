@@ -132,6 +132,7 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
         for s in dict.fromkeys(b[2] for b in budget):
             pts = [b for b in budget if b[2] == s and b[3]]
@@ -141,6 +142,7 @@ def main():
         ax2.set(xlabel="memory budget (% of raw vectors)", ylabel="reads a query at recall@10 0.95", xscale="log")
         for ax in (ax1, ax2):
             ax.set_xticks([5, 10, 20, 40], ["5", "10", "20", "40"])
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.grid(alpha=0.3)
             ax.legend()
         fig.suptitle("wordnet-minilm (384-d, 116,707 vectors), 2 threads")
