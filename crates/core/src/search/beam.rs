@@ -258,29 +258,10 @@ impl BeamSearch {
     pub(super) fn collect_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         let node = ctx.layout.parse(record);
         self.stats.hops += 1;
-        // Branch-free: every id is written, and kept (the length advances)
-        // only if it was new. Whether a neighbour was seen is a coin flip to
-        // the branch predictor, and a mispredict per neighbour cost more
-        // than the store.
-        let mut len = self.fresh.len();
-        self.fresh.resize(len + node.degree(), 0);
-        for nb in node.neighbors() {
-            if nb as usize >= ctx.n {
-                // A corrupt page must fail this query, not index out of bounds.
-                self.corrupt.get_or_insert_with(|| {
-                    format!(
-                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
-                        ctx.pages_path.display(),
-                        ctx.n
-                    )
-                });
-                self.done = true;
-                continue;
-            }
-            self.fresh[len] = nb;
-            len += self.visited.insert(nb) as usize;
+        if let Some(e) = ctx.collect_new(id, &node, &mut self.visited, &mut self.fresh) {
+            self.corrupt.get_or_insert(e);
+            self.done = true;
         }
-        self.fresh.truncate(len);
     }
 
     /// Expands the collected nodes, second part: their new neighbours are

@@ -25,6 +25,42 @@ pub struct SearchContext<'a> {
 }
 
 impl SearchContext<'_> {
+    /// Appends `node`'s neighbours not yet in `visited` to `fresh`, marking
+    /// them visited. A neighbour id that cannot exist (a corrupt page) is
+    /// skipped and named in the returned message, which must fail the
+    /// query rather than index out of bounds.
+    pub fn collect_new(
+        &self,
+        id: u32,
+        node: &crate::layout::NodeView<'_>,
+        visited: &mut crate::util::visited::VisitedSet,
+        fresh: &mut Vec<u32>,
+    ) -> Option<String> {
+        let mut corrupt = None;
+        // Branch-free: every id is written, and kept (the length advances)
+        // only if it was new. Whether a neighbour was seen is a coin flip to
+        // the branch predictor, and a mispredict per neighbour cost more
+        // than the store.
+        let mut len = fresh.len();
+        fresh.resize(len + node.degree(), 0);
+        for nb in node.neighbors() {
+            if nb as usize >= self.n {
+                corrupt.get_or_insert_with(|| {
+                    format!(
+                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
+                        self.pages_path.display(),
+                        self.n
+                    )
+                });
+                continue;
+            }
+            fresh[len] = nb;
+            len += visited.insert(nb) as usize;
+        }
+        fresh.truncate(len);
+        corrupt
+    }
+
     /// A query's start: its estimator table prepared, and its entry points
     /// put in the candidate list at their estimates (marked visited).
     /// Returns the estimates made.

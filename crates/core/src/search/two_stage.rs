@@ -125,21 +125,9 @@ impl TwoStageSearch {
     fn expand(&mut self, ctx: &SearchContext, id: u32, node: NodeView<'_>) {
         self.stats.hops += 1;
         self.fresh.clear();
-        for nb in node.neighbors() {
-            if nb as usize >= ctx.n {
-                self.corrupt.get_or_insert_with(|| {
-                    format!(
-                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
-                        ctx.pages_path.display(),
-                        ctx.n
-                    )
-                });
-                self.stage = Stage::Done;
-                continue;
-            }
-            if self.visited.insert(nb) {
-                self.fresh.push(nb);
-            }
+        if let Some(e) = ctx.collect_new(id, &node, &mut self.visited, &mut self.fresh) {
+            self.corrupt.get_or_insert(e);
+            self.stage = Stage::Done;
         }
         self.fresh_est.resize(self.fresh.len(), 0.0);
         ctx.quantizer
