@@ -25,7 +25,7 @@ fi
 step "python venv (.cache/venv-py)"
 venv=.cache/venv-py
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest pyarrow
 # The bench test runs a numpy-only peer process through it.
 export STRATAVEC_TEST_PYTHON="$PWD/$venv/bin/python"
 

@@ -220,7 +220,8 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     data, index_dir, *, metric = "l2", graph_degree = 64, complexity = None,
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
-    store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav"
+    store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
+    column = None, id_column = None, ids = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -244,8 +245,12 @@ fn build_index<'py>(
     layout: Option<&str>,
     replicas: Option<i64>,
     cache_rank: &str,
+    column: Option<String>,
+    id_column: Option<String>,
+    ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
+    let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
     let store = store
         .map(|s| s.parse::<stratavec::data::DType>())
         .transpose()
@@ -304,9 +309,32 @@ fn build_index<'py>(
     // A path: the engine maps and validates the file itself.
     if !data.is_instance_of::<PyUntypedArray>() {
         if let Ok(path) = data.extract::<PathBuf>() {
+            let table = stratavec::data::is_table(&path);
+            if !table && (column.is_some() || id_column.is_some()) {
+                return Err(PyValueError::new_err(format!(
+                    "column, id_column: expected data to be a Parquet (.parquet) or Arrow \
+                     (.arrow, .feather, .arrows) table, found {}",
+                    path.display()
+                )));
+            }
+            if ids.is_some() {
+                return Err(PyValueError::new_err(
+                    "ids: give ids with an array of vectors; for a table, name its id column \
+                     (id_column=)",
+                ));
+            }
+            let columns = stratavec::data::TableColumns {
+                vectors: column,
+                ids: id_column,
+            };
             let report = interrupt::run(
                 py,
-                |stop| stratavec::build_from_file(&path, &index_dir, &params, threads, stop),
+                |stop| match table {
+                    true => stratavec::build_from_table(
+                        &path, &columns, &index_dir, &params, threads, stop,
+                    ),
+                    false => stratavec::build_from_file(&path, &index_dir, &params, threads, stop),
+                },
                 to_py,
             )?;
             return report_dict(py, &report);
@@ -318,6 +346,13 @@ fn build_index<'py>(
         }
     }
 
+    if column.is_some() || id_column.is_some() {
+        return Err(PyValueError::new_err(
+            "column, id_column: expected data to be a table (a path, or a pyarrow Table), \
+             found an array",
+        ));
+    }
+    let ids = ids.as_deref();
     let arr = as_ndarray(py, data, "data")?;
     let elem = data_elem(&arr)?;
     let shape = arr.shape().to_vec();
@@ -348,7 +383,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::f32(slice, dim)?;
-                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                    stratavec::build_index_with_ids(
+                        v, ids, &source, &index_dir, &params, threads, stop,
+                    )
                 },
                 to_py,
             )
@@ -361,7 +398,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::u8(slice, dim)?;
-                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                    stratavec::build_index_with_ids(
+                        v, ids, &source, &index_dir, &params, threads, stop,
+                    )
                 },
                 to_py,
             )
@@ -374,7 +413,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::i8(slice, dim)?;
-                    stratavec::build_index(v, &source, &index_dir, &params, threads, stop)
+                    stratavec::build_index_with_ids(
+                        v, ids, &source, &index_dir, &params, threads, stop,
+                    )
                 },
                 to_py,
             )
@@ -703,11 +744,8 @@ impl Index {
             .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
         check_failures(py, &res, nq, mask)?;
-        let mut ids: Vec<i64> = res
-            .ids
-            .iter()
-            .map(|&i| if i == u32::MAX { -1 } else { i as i64 })
-            .collect();
+        // The ids the index was built with (ids=, id_column=), else rows.
+        let mut ids = this.inner.result_ids(&res.ids);
         let mut dists = res.dists.clone();
         // A failed query's partial list is not a result: its row is empty.
         for (qi, e) in res.errors.iter().enumerate() {
@@ -784,7 +822,8 @@ impl Index {
         let (mut ids, mut dists) = (Vec::new(), Vec::new());
         for (r, e) in res.ranges.iter().zip(&res.errors) {
             if e.is_none() {
-                ids.extend(r.iter().map(|e| e.0 as i64));
+                let rows: Vec<u32> = r.iter().map(|e| e.0).collect();
+                ids.extend(this.inner.result_ids(&rows));
                 dists.extend(r.iter().map(|e| e.1));
             }
             lims.push(ids.len() as i64);

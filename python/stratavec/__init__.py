@@ -18,8 +18,9 @@ Quick start::
 
 ``D`` holds squared L2 distances for ``metric="l2"``, the *negated* inner
 product for ``"ip"`` and ``1 - cos`` for ``"cosine"``: smaller is always
-closer. ``I`` holds int64 row numbers of the base vectors, ``-1`` where fewer
-than ``k`` results were found.
+closer. ``I`` holds int64 row numbers of the base vectors (or the ids given
+with them: ``ids=``, a table's ``id_column=``), ``-1`` where fewer than ``k``
+results were found.
 
 Builds and searches release the GIL, so one ``Index`` can be searched from
 several Python threads at once.
@@ -45,8 +46,102 @@ __all__ = ["build_index", "Index", "__version__"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+def _is_arrow_table(data: Any) -> bool:
+    """A pyarrow Table or RecordBatch, without importing pyarrow."""
+    t = type(data)
+    return t.__module__.startswith("pyarrow") and t.__name__ in ("Table", "RecordBatch")
+
+
+def _vector_column_of(table: Any, column: Optional[str]) -> str:
+    """``column``, or the table's only list-of-floats column."""
+    import pyarrow as pa
+
+    def is_vectors(t: Any) -> bool:
+        lists = pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+        return lists and pa.types.is_floating(t.value_type)
+
+    if column is not None:
+        if column not in table.schema.names:
+            raise ValueError(
+                f"column: expected a column of the table, found {column!r} "
+                f"(the table has {', '.join(table.schema.names)})"
+            )
+        return column
+    found = [f.name for f in table.schema if is_vectors(f.type)]
+    if len(found) != 1:
+        raise ValueError(
+            "column: expected the table's one column of vectors (a list of floats) or the "
+            f"one to use named, found {len(found)}: {', '.join(found) or 'none'}"
+        )
+    return found[0]
+
+
+def _arrow_vectors(table: Any, name: str) -> np.ndarray:
+    """A table's column of vectors as a 2-D float array, checked row by row
+    as the Rust table reader checks files (no nulls, one dimension)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(name)
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    lists = pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+    if not lists or not pa.types.is_floating(t.value_type):
+        raise ValueError(
+            f"column {name!r}: expected a fixed-size list or list of float32, float16 or "
+            f"float64, found {t}"
+        )
+    if col.null_count:
+        row = next(i for i, v in enumerate(col.is_null().to_pylist()) if v)
+        raise ValueError(f"column {name!r}, row {row}: expected a vector, found null")
+    if len(col) == 0:
+        raise ValueError(f"column {name!r}: expected at least 1 row, found an empty table")
+    lengths = pc.list_value_length(col).to_numpy()
+    if (lengths != lengths[0]).any():
+        row = int(np.argmax(lengths != lengths[0]))
+        raise ValueError(
+            f"column {name!r}, row {row}: expected {lengths[0]} components (the first "
+            f"row's), found {lengths[row]}"
+        )
+    flat = col.flatten()
+    if flat.null_count:
+        raise ValueError(f"column {name!r}: expected numbers, found a null inside a vector")
+    values = flat.to_numpy(zero_copy_only=False)
+    if values.dtype != np.float32:
+        values = values.astype(np.float32)
+    return values.reshape(len(col), int(lengths[0]))
+
+
+def _arrow_ids(table: Any, name: str) -> np.ndarray:
+    import pyarrow as pa
+
+    if name not in table.schema.names:
+        raise ValueError(
+            f"id_column: expected a column of the table, found {name!r} "
+            f"(the table has {', '.join(table.schema.names)})"
+        )
+    col = table.column(name)
+    if not pa.types.is_integer(col.type):
+        raise ValueError(f"column {name!r}: expected an integer column, found {col.type}")
+    if col.null_count:
+        raise ValueError(f"column {name!r}: expected an id in every row, found nulls")
+    return _as_ids(col.to_numpy(), f"column {name!r}")
+
+
+def _as_ids(ids: Any, what: str = "ids") -> np.ndarray:
+    """One int64 id a vector; unsigned ids above 2**63 - 1 are refused."""
+    a = np.asarray(ids)
+    if a.ndim != 1:
+        raise ValueError(f"{what}: expected a 1-D array of ids, found shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{what}: expected integers, found dtype {a.dtype}")
+    if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{what}: expected ids of at most 2**63 - 1, found {a.max()}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def build_index(
-    data: Union[np.ndarray, PathLike],
+    data: Union[np.ndarray, PathLike, Any],
     index_dir: PathLike,
     *,
     metric: str = "l2",
@@ -66,6 +161,9 @@ def build_index(
     layout: Optional[str] = None,
     replicas: Optional[int] = None,
     cache_rank: str = "nav",
+    ids: Optional[Any] = None,
+    column: Optional[str] = None,
+    id_column: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -76,9 +174,12 @@ def build_index(
         ``int8`` are used as they are, ``float64`` is converted to
         ``float32`` (a copy) -- or the path of a vector file (``.fbin``,
         ``.u8bin``, ``.i8bin``, ``.fvecs``, ``.bvecs``, ``.npy``), which is
-        memory-mapped rather than loaded. Row ``i`` gets id ``i``. Do not
-        modify the array while the build runs (the GIL is released and the
-        array is read in place).
+        memory-mapped rather than loaded, or of a Parquet or Arrow IPC table
+        (``.parquet``, ``.arrow``, ``.feather``, ``.arrows``), streamed in
+        batches. Also a ``pyarrow.Table`` or ``RecordBatch``, or a list of
+        1-D arrays of one length. Row ``i`` gets id ``i`` unless ``ids`` or
+        ``id_column`` say otherwise. Do not modify the array while the build
+        runs (the GIL is released and the array is read in place).
     index_dir : str or os.PathLike
         Where to write the index. Must not exist, be an empty directory, or
         hold an earlier stratavec index (which is replaced atomically once
@@ -145,6 +246,17 @@ def build_index(
         navigation graph first (Gorgeous §4.1), most linked first,
         breadth-first from the medoid, or most expanded by sample queries.
 
+    ids : array-like of int, optional
+        One unique integer id a vector (int64, like faiss's
+        ``add_with_ids``), kept in the index: :meth:`Index.search` returns
+        these instead of row numbers.
+    column : str, optional
+        Table input: the column of vectors (a fixed-size list or list of
+        float32, float16 or float64). Default: the table's only such column.
+    id_column : str, optional
+        Table input: an integer column of unique ids, kept in the index and
+        returned by search instead of row numbers.
+
     Returns
     -------
     dict
@@ -171,6 +283,27 @@ def build_index(
         a fraction of a second; the partial build is removed and a previous
         index at ``index_dir`` is left as it was.
     """
+    if _is_arrow_table(data):
+        name = _vector_column_of(data, column)
+        if id_column is not None:
+            if ids is not None:
+                raise ValueError("ids, id_column: expected one of them, found both")
+            ids = _arrow_ids(data, id_column)
+        data, column, id_column = _arrow_vectors(data, name), None, None
+    elif isinstance(data, (list, tuple)):
+        if not data:
+            raise ValueError("data: expected at least one vector, found an empty list")
+        rows = [np.asarray(r) for r in data]
+        bad = next((i for i, r in enumerate(rows) if r.shape != rows[0].shape), None)
+        if bad is not None or rows[0].ndim != 1:
+            i = bad if bad is not None else 0
+            want = rows[0].shape if bad is not None else "(dim,)"
+            raise ValueError(
+                f"data[{i}]: expected a 1-D array of shape {want}, found shape {rows[i].shape}"
+            )
+        data = np.stack(rows)
+    if ids is not None:
+        ids = _as_ids(ids)
     return _stratavec.build_index(
         data,
         index_dir,
@@ -191,6 +324,9 @@ def build_index(
         layout=layout,
         replicas=replicas,
         cache_rank=cache_rank,
+        column=column,
+        id_column=id_column,
+        ids=ids,
     )
 
 

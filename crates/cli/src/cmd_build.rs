@@ -6,8 +6,18 @@ use stratavec::BuildParams;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Base vectors.
+    /// Base vectors: .fbin, .u8bin, .i8bin, .fvecs, .bvecs, .npy, or a
+    /// Parquet (.parquet) or Arrow IPC (.arrow, .feather, .arrows) table.
     data: PathBuf,
+    /// Table input: the column of vectors (a fixed-size list or list of
+    /// float32, float16 or float64). Default: the table's only such column.
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
+    /// Table input: an integer column of ids, kept in the index and
+    /// returned by search (`search --output`, Python's `Index.search`)
+    /// instead of row numbers. Ids must be unique.
+    #[arg(long, value_name = "NAME")]
+    id_column: Option<String>,
     /// Index directory to create (an existing index there is replaced only
     /// when the build succeeds).
     index_dir: PathBuf,
@@ -139,11 +149,32 @@ pub fn run(a: Args) -> Result<()> {
         ..base
     };
     let threads = a.threads.unwrap_or_else(crate::default_threads);
+    let table = stratavec::data::is_table(&a.data);
+    if !table && (a.column.is_some() || a.id_column.is_some()) {
+        anyhow::bail!(
+            "{}: --column and --id-column: expected a Parquet (.parquet) or Arrow (.arrow, \
+             .feather, .arrows) table, found a .{} file",
+            a.data.display(),
+            a.data
+                .extension()
+                .map_or("extensionless".into(), |e| e.to_string_lossy())
+        );
+    }
+    let columns = stratavec::data::TableColumns {
+        vectors: a.column.clone(),
+        ids: a.id_column.clone(),
+    };
     // Ctrl-C and SIGTERM stop the build cleanly (`Bars::cancelled`) instead
     // of killing it with its staging directory left behind.
     stratavec_io::signals::catch_interrupts()?;
     let bars = Bars::default();
-    let report = match stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &bars) {
+    let built = match table {
+        true => {
+            stratavec::build_from_table(&a.data, &columns, &a.index_dir, &params, threads, &bars)
+        }
+        false => stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &bars),
+    };
+    let report = match built {
         Err(e) if e.kind() == stratavec::ErrorKind::Cancelled => {
             stratavec::progress::Progress::finish(&bars);
             crate::progress::exit_interrupted(&a.index_dir)

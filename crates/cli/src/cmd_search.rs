@@ -3,7 +3,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
 use stratavec::data::GroundTruth;
-use stratavec::{Index, OpenOptions, SearchParams};
+use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
 use stratavec_io::Backend;
 
 #[derive(clap::Args)]
@@ -76,6 +76,12 @@ pub struct Args {
     /// I/O backend: auto, io_uring, pread, buffered, ram.
     #[arg(long, default_value = "auto")]
     io: Backend,
+    /// Write the neighbours found at the last -L to this `.npy` (int64,
+    /// queries x k): the ids the index was built with (`build
+    /// --id-column`), else row numbers; -1 where a query found fewer than k
+    /// or failed.
+    #[arg(long, value_name = "FILE.npy")]
+    output: Option<PathBuf>,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -164,15 +170,17 @@ pub fn run(a: Args) -> Result<()> {
             "L", "recall", "QPS", "mean_us", "p99_us", "reads", "(kernel)", "KB/query", "failed"
         );
     }
+    let mut last = None;
     for &l in &a.l {
         let params = a.params(index.search_defaults(&a.switches()), l, threads);
         let res = index
             .search_batch(&queries, qfile.dim(), &params)
             .with_context(|| format!("search at L={l}"))?;
+        let res = last.insert(res);
         let row = Row {
             l,
             k: a.k,
-            measured: measure(&res, gt.as_ref(), a.k)?,
+            measured: measure(res, gt.as_ref(), a.k)?,
             memory_bytes: index.memory().total(),
             beam_width: params.beam_width,
             threads,
@@ -206,6 +214,22 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(note) = shallow {
         eprintln!("{note}");
     }
+    if let (Some(path), Some(res)) = (&a.output, &last) {
+        write_ids(path, &index, res, nq)?;
+    }
+    Ok(())
+}
+
+/// `--output`: the result ids as an int64 `.npy`, one row a query.
+fn write_ids(path: &std::path::Path, index: &Index, res: &BatchResult, nq: usize) -> Result<()> {
+    let k = res.k;
+    let mut ids = index.result_ids(&res.ids);
+    for (q, e) in res.errors.iter().enumerate() {
+        if e.is_some() {
+            ids[q * k..(q + 1) * k].fill(-1);
+        }
+    }
+    stratavec::data::write_npy_i64(path, nq, k, &ids)?;
     Ok(())
 }
 

@@ -20,7 +20,8 @@ pub mod util;
 
 pub use error::{Error, ErrorKind, Result};
 pub use index::{
-    build_from_file, build_index, BatchResult, BuildParams, BuildReport, Index, OpenOptions, Unset,
+    build_from_file, build_from_table, build_index, build_index_with_ids, BatchResult, BuildParams,
+    BuildReport, Index, OpenOptions, Unset,
 };
 pub use search::SearchParams;
 pub use stratavec_io::Backend;

@@ -117,6 +117,21 @@ pub enum DataError {
         found: u64,
     },
 
+    /// A column of a Parquet or Arrow table (`data::table`), at one row or
+    /// as a whole.
+    #[error(
+        "{}: column `{column}`{}: expected {expected}, found {found}",
+        path.display(),
+        row.map(|r| format!(", row {r}")).unwrap_or_default()
+    )]
+    Column {
+        path: PathBuf,
+        column: String,
+        row: Option<u64>,
+        expected: String,
+        found: String,
+    },
+
     /// A caller-supplied argument (not a file) is out of range, e.g. recall's
     /// k or the number of result lists; `context` names the operation.
     #[error("{context}: `{field}`: expected {expected}, found {found}")]

@@ -345,6 +345,20 @@ pub fn write_npy_i8(
     write_npy(path.as_ref(), "|i1", n, d, data.len(), |w| put_i8s(w, data))
 }
 
+/// Writes a 2-D `<i8` (int64) `.npy` file (atomically): search results as
+/// ids, for `numpy.load`.
+pub fn write_npy_i64(
+    path: impl AsRef<Path>,
+    n: usize,
+    d: usize,
+    data: &[i64],
+) -> Result<(), DataError> {
+    write_npy(path.as_ref(), "<i8", n, d, data.len(), |w| {
+        let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
+        w.write_all(&bytes)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

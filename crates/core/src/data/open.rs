@@ -26,7 +26,8 @@ pub enum Format {
 }
 
 const EXTENSIONS: &str =
-    ".fbin, .u8bin, .i8bin, .fvecs, .bvecs, .npy (.ibin and .ivecs hold ground truth, not vectors: pass them as --gt)";
+    ".fbin, .u8bin, .i8bin, .fvecs, .bvecs, .npy (.ibin and .ivecs hold ground truth, not vectors: pass them as --gt; \
+     .parquet and .arrow tables are read by build only)";
 
 impl Format {
     pub fn from_path(path: &Path) -> Result<Format, DataError> {

@@ -4,6 +4,7 @@
 
 use super::commit::{file_entry_until, Staging};
 use super::fit::{fit, Unset};
+use super::ids::IDS_FILE;
 use super::interrupt::{cancelled, checkpoint, unless_cancelled, StopWriter};
 use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
 use super::placement;
@@ -432,10 +433,34 @@ pub fn build_index(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
+    build_index_with_ids(data, None, source, dir, params, threads, progress)
+}
+
+/// [`build_index`] keeping `ids` (one a row, unique) in the index: search
+/// then returns them instead of row numbers (`index::ids`).
+pub fn build_index_with_ids(
+    data: Vectors<'_>,
+    ids: Option<&[i64]>,
+    source: &str,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
     let t_all = Instant::now();
     let dim = data.dim();
     let n = data.elems().len() / dim;
     let data_dtype = data.elems().dtype();
+    if let Some(ids) = ids {
+        if ids.len() != n {
+            return Err(Error::argument(
+                "ids",
+                format!("one id a vector ({n})"),
+                ids.len(),
+            ));
+        }
+        crate::data::check_unique(Path::new(source), "ids", ids)?;
+    }
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
     let (mut params, mut chosen) = fit(params, n, dim, data_dtype)?;
@@ -788,6 +813,11 @@ pub fn build_index(
         progress.finish();
         nested += stage("rank", t, 0.0);
     }
+    if let Some(ids) = ids {
+        let path = staging.dir.join(IDS_FILE);
+        write_file(&path, |w| super::ids::write(w, ids))?;
+        extra_files.push(IDS_FILE);
+    }
     let codes_path = staging.dir.join("codes.bin");
     write_file(&codes_path, |w| pq_file::write(w, &codebook, &pq.codes))?;
     progress.finish();
@@ -883,7 +913,52 @@ pub(crate) fn write_report(dir: &Path, report: &BuildReport) -> Result<()> {
     .at("write", &rpath)
 }
 
-/// Opens, validates and builds from a vector file.
+/// Builds from the Parquet or Arrow IPC table at `table` (`data::table`):
+/// the vector column is streamed into an `.fbin` beside `dir` (removed when
+/// the build ends, however it ends), and the id column, if named, is kept
+/// in the index.
+pub fn build_from_table(
+    table: &Path,
+    columns: &crate::data::TableColumns,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
+    let staged = super::commit::StagedFile::new(dir, "import", "fbin")?;
+    progress.stage("read table", 0);
+    let imported =
+        crate::data::import_table(table, columns, &staged.path, &|| progress.cancelled())?;
+    progress.finish();
+    let imported = imported.ok_or_else(|| cancelled(dir))?;
+    progress.note(&format!(
+        "read {} vectors of {} {} from column `{}`{}",
+        imported.n,
+        imported.dim,
+        imported.element,
+        imported.column,
+        columns
+            .ids
+            .as_deref()
+            .map(|c| format!(", ids from column `{c}`"))
+            .unwrap_or_default()
+    ));
+    let file = crate::data::open(&staged.path)?;
+    let vectors = file.vectors().expect("an .fbin is contiguous");
+    let source = format!("{} (column {})", table.display(), imported.column);
+    build_index_with_ids(
+        vectors,
+        imported.ids.as_deref(),
+        &source,
+        dir,
+        params,
+        threads,
+        progress,
+    )
+}
+
+/// Opens, validates and builds from a vector file; a Parquet or Arrow
+/// table goes to [`build_from_table`], reading its only column of vectors.
 pub fn build_from_file(
     data_path: &Path,
     dir: &Path,
@@ -891,6 +966,10 @@ pub fn build_from_file(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
+    if crate::data::is_table(data_path) {
+        let columns = crate::data::TableColumns::default();
+        return build_from_table(data_path, &columns, dir, params, threads, progress);
+    }
     let file = crate::data::open(data_path)?;
     let vectors = match file.vectors() {
         Some(v) => v,

@@ -113,6 +113,32 @@ impl Staging {
     }
 }
 
+/// A file staged beside `target` for the length of a build (a table
+/// imported as an `.fbin`): `.NAME.TAG-PID-N.EXT`, removed on drop, and by a
+/// later build of `target` if this process was killed first.
+pub struct StagedFile {
+    pub path: PathBuf,
+}
+
+impl StagedFile {
+    pub fn new(target: &Path, tag: &str, ext: &str) -> Result<StagedFile> {
+        remove_stale(target);
+        let mut path = sibling(target, tag).into_os_string();
+        path.push(format!(".{ext}"));
+        let path = PathBuf::from(path);
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).at("create directory", parent)?;
+        }
+        Ok(StagedFile { path })
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 impl Drop for Staging {
     fn drop(&mut self) {
         if !self.committed {
@@ -133,6 +159,8 @@ fn process_alive(pid: u32) -> bool {
 fn sibling_pid(file: &str, name: &str, tag: &str) -> Option<u32> {
     let rest = file.strip_prefix(&format!(".{name}.{tag}-"))?;
     let (pid, seq) = rest.split_once('-')?;
+    // A staged file (`StagedFile`) ends in its extension.
+    let seq = seq.split_once('.').map_or(seq, |(seq, _ext)| seq);
     seq.parse::<u64>().ok()?;
     pid.parse().ok()
 }
@@ -158,7 +186,7 @@ fn remove_stale(target: &Path) {
     let mut stale: Vec<(PathBuf, bool)> = vec![];
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
-        for (tag, previous) in [("building", false), ("previous", true)] {
+        for (tag, previous) in [("building", false), ("previous", true), ("import", false)] {
             match sibling_pid(&file, &name, tag) {
                 Some(pid) if pid != own && !process_alive(pid) => {
                     stale.push((entry.path(), previous))
@@ -170,8 +198,10 @@ fn remove_stale(target: &Path) {
     for (path, previous) in stale {
         if previous && !target.exists() && path.join(MANIFEST).is_file() {
             let _ = std::fs::rename(&path, target);
-        } else {
+        } else if path.is_dir() {
             let _ = std::fs::remove_dir_all(&path);
+        } else {
+            let _ = std::fs::remove_file(&path);
         }
     }
 }

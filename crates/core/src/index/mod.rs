@@ -4,13 +4,16 @@ pub mod cache_load;
 pub mod commit;
 pub mod fit;
 pub mod graph_file;
+pub mod ids;
 pub mod interrupt;
 pub mod manifest;
 pub mod open;
 pub mod placement;
 pub mod relayout;
 
-pub use build::{build_from_file, build_index, BuildParams, BuildReport};
+pub use build::{
+    build_from_file, build_from_table, build_index, build_index_with_ids, BuildParams, BuildReport,
+};
 pub use fit::Unset;
 pub use manifest::{Manifest, FORMAT_VERSION};
 pub use open::{BatchResult, FaultPredicate, Index, OpenOptions};

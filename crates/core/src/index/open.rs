@@ -2,6 +2,7 @@
 //! over worker threads that each own one block reader.
 
 use super::cache_load::load_bfs;
+use super::ids::{IdMap, IDS_FILE};
 use super::manifest::Manifest;
 use crate::data::{DType, Metric};
 use crate::entry::{EntryPoints, Medoid, NavGraph};
@@ -94,6 +95,8 @@ pub struct Index {
     quantizer: PqQuantizer,
     cache: NodeCache,
     pub(crate) adjacency: AdjacencyCache,
+    /// Ids given with the data, mapped (`index::ids`); `None`: row numbers.
+    ids: Option<IdMap>,
     entry: Box<dyn EntryPoints>,
     memory: MemoryReport,
     io: Backend,
@@ -292,6 +295,13 @@ impl Index {
             Some(p) => AdjacencyCache::load(p, manifest.n, granted(&grants, Part::Adjacency))?,
             None => AdjacencyCache::default(),
         };
+        let ids = match manifest.files.contains_key(IDS_FILE) {
+            true => Some(IdMap::open(
+                &check_file_size(&manifest, &dir, IDS_FILE)?,
+                manifest.n,
+            )?),
+            false => None,
+        };
         let io_name = header_reader.name().to_string();
         drop(header_reader);
         // What is held, part by part: the sum the budget is enforced on.
@@ -310,6 +320,7 @@ impl Index {
         }
         memory.plan = grants;
         Ok(Index {
+            ids,
             adjacency,
             profile,
             dir,
@@ -346,6 +357,29 @@ impl Index {
             ..profile
         }
         .with_io_defaults(self.records_per_block())
+    }
+
+    /// The ids the index was built with (`ids=`, a table's id column), if
+    /// any: search results hold row numbers, which [`IdMap::translate`]
+    /// turns into these.
+    pub fn ids(&self) -> Option<&IdMap> {
+        self.ids.as_ref()
+    }
+
+    /// What search results report for `rows`: the ids the index was built
+    /// with, else the row numbers; -1 ([`super::ids::NO_ID`]) for a slot
+    /// with no neighbour.
+    pub fn result_ids(&self, rows: &[u32]) -> Vec<i64> {
+        match &self.ids {
+            Some(map) => map.translate(rows),
+            None => rows
+                .iter()
+                .map(|&r| match r {
+                    u32::MAX => super::ids::NO_ID,
+                    r => r as i64,
+                })
+                .collect(),
+        }
     }
 
     pub fn dim(&self) -> usize {

@@ -180,11 +180,11 @@ pub fn relayout(
         .at("write", &map_path)?;
     drop(mw);
     let mut names = vec!["pages.bin", "codes.bin", "map.bin"];
-    for name in ["codes.bin", "nav.bin"] {
+    for name in ["codes.bin", "nav.bin", super::ids::IDS_FILE] {
         if manifest.files.contains_key(name) {
             let (from, to) = (src.join(name), staging.dir.join(name));
             std::fs::copy(&from, &to).at("copy", &from)?;
-            if name == "nav.bin" {
+            if name != "codes.bin" {
                 names.push(name);
             }
         }
