@@ -38,6 +38,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     l2_sq_f16: |q, x| unsafe { crate::half::sum_avx2::<true>(q, x) },
     // SAFETY: see `KERNELS`.
     dot_f16: |q, x| unsafe { crate::half::sum_avx2::<false>(q, x) },
+    // SAFETY: see `KERNELS`.
+    fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx2(p, t, m, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

@@ -39,6 +39,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     l2_sq_f16: |q, x| unsafe { crate::half::sum_avx512::<true>(q, x) },
     // SAFETY: see `KERNELS`.
     dot_f16: |q, x| unsafe { crate::half::sum_avx512::<false>(q, x) },
+    // SAFETY: see `KERNELS`.
+    fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx512(p, t, m, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

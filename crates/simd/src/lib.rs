@@ -12,6 +12,9 @@
 //!
 //! Float results of different levels differ in rounding (summation order);
 //! integer kernels (u8, i8) are exact at every level.
+//!
+//! [`fastscan`] looks up 4-bit codes of 32 vectors at once from u8 tables
+//! held in registers (neighbour codes in a node's record); its sums are exact.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -19,6 +22,7 @@ mod avx2;
 mod avx512;
 pub mod cast;
 mod dispatch;
+pub mod fastscan;
 pub mod half;
 mod lut16;
 pub mod scalar;

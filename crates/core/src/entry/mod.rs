@@ -1,7 +1,9 @@
 //! Where a query starts (the fourth of the five questions in ARCHITECTURE.md).
 
+pub mod clusters;
 pub mod nav_graph;
 
+pub use clusters::ClusterEntries;
 pub use nav_graph::NavGraph;
 
 /// Chooses the start node(s) of one query's graph search.

@@ -297,6 +297,15 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
             &p.shuffle,
         );
     }
+    // Issue #21: the laser records are written by the laser profile's
+    // build, which lands after its parts (layout, codes, search).
+    if p.layout == Some(LayoutKind::Laser) {
+        return arg(
+            "layout",
+            "coupled, blocked, replicated or separated (laser is not buildable yet)",
+            &"laser",
+        );
+    }
     if p.layout == Some(LayoutKind::Blocked) && p.shuffle == Shuffle::None {
         return arg(
             "shuffle",

@@ -151,6 +151,7 @@ impl BlockedLayout {
             max_degree: self.max_degree as u32,
             medoid,
             pages: 1 + self.blocks as u64,
+            record_extra: 0,
         };
         let mut page = vec![0u8; self.page_size];
         header.encode(&mut page);

@@ -17,8 +17,11 @@ pub struct CoupledLayout {
     pub dim: usize,
     pub dtype: DType,
     pub max_degree: usize,
-    /// Bytes of one record: vector + degree + max_degree ids.
+    /// Bytes of one record: vector + degree + max_degree ids + extra.
     pub record_bytes: usize,
+    /// Bytes a record carries after its ids (the laser layout's neighbour
+    /// codes); 0 for DiskANN's records.
+    pub extra_bytes: usize,
     /// Records per page (>= 1), or 0 when one record spans several pages.
     pub nodes_per_page: usize,
     /// Pages one record takes when `nodes_per_page == 0`, else 1.
@@ -27,7 +30,20 @@ pub struct CoupledLayout {
 
 impl CoupledLayout {
     pub fn new(page_size: usize, n: usize, dim: usize, dtype: DType, max_degree: usize) -> Self {
-        let record_bytes = dim * dtype.size() + 4 + 4 * max_degree;
+        Self::with_extra(page_size, n, dim, dtype, max_degree, 0)
+    }
+
+    /// Records that carry `extra_bytes` after their ids (written by
+    /// [`CoupledLayout::write_with`]).
+    pub fn with_extra(
+        page_size: usize,
+        n: usize,
+        dim: usize,
+        dtype: DType,
+        max_degree: usize,
+        extra_bytes: usize,
+    ) -> Self {
+        let record_bytes = dim * dtype.size() + 4 + 4 * max_degree + extra_bytes;
         let nodes_per_page = page_size / record_bytes;
         let pages_per_node = if nodes_per_page == 0 {
             record_bytes.div_ceil(page_size)
@@ -41,6 +57,7 @@ impl CoupledLayout {
             dtype,
             max_degree,
             record_bytes,
+            extra_bytes,
             nodes_per_page,
             pages_per_node,
         }
@@ -80,8 +97,32 @@ impl CoupledLayout {
         neighbors: &[Vec<u32>],
         vector_bytes: &dyn Fn(u32, &mut [u8]),
     ) -> std::io::Result<()> {
+        self.write_with(
+            out,
+            self.name(),
+            0,
+            medoid,
+            neighbors,
+            vector_bytes,
+            &|_, _| {},
+        )
+    }
+
+    /// [`CoupledLayout::write`] under another layout's name and header
+    /// field, filling each record's extra bytes with `extra(id, out)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_with<W: Write>(
+        &self,
+        out: &mut W,
+        name: &str,
+        record_extra: u32,
+        medoid: u32,
+        neighbors: &[Vec<u32>],
+        vector_bytes: &dyn Fn(u32, &mut [u8]),
+        extra: &dyn Fn(u32, &mut [u8]),
+    ) -> std::io::Result<()> {
         let header = PagesHeader {
-            layout: self.name().into(),
+            layout: name.into(),
             page_size: self.page_size as u32,
             n: self.n as u64,
             dim: self.dim as u32,
@@ -89,6 +130,7 @@ impl CoupledLayout {
             max_degree: self.max_degree as u32,
             medoid,
             pages: 1 + self.data_pages() as u64,
+            record_extra,
         };
         let mut page = vec![0u8; self.page_size * self.pages_per_node];
         header.encode(&mut page[..self.page_size]);
@@ -101,12 +143,11 @@ impl CoupledLayout {
             for (slot, id) in (first..(first + per_page).min(self.n)).enumerate() {
                 vector_bytes(id as u32, &mut vec_buf);
                 let s = slot * self.record_bytes;
-                write_record(
-                    &mut page[s..s + self.record_bytes],
-                    &vec_buf,
-                    &neighbors[id],
-                    self.max_degree,
-                );
+                let e = s + self.record_bytes - self.extra_bytes;
+                write_record(&mut page[s..e], &vec_buf, &neighbors[id], self.max_degree);
+                if self.extra_bytes > 0 {
+                    extra(id as u32, &mut page[e..e + self.extra_bytes]);
+                }
             }
             out.write_all(&page)?;
         }

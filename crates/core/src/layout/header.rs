@@ -16,6 +16,10 @@ pub struct PagesHeader {
     pub max_degree: u32,
     pub medoid: u32,
     pub pages: u64,
+    /// Layout-specific bytes a record carries beyond vector and ids, as the
+    /// layout encodes them (laser: the dimension its neighbour codes cover).
+    /// Stored after the name; headers written before it existed read 0.
+    pub record_extra: u32,
 }
 
 fn dtype_code(d: DType) -> u32 {
@@ -48,6 +52,7 @@ impl PagesHeader {
         let name = self.layout.as_bytes();
         put(&(name.len() as u32).to_le_bytes());
         put(name);
+        put(&self.record_extra.to_le_bytes());
     }
 
     /// Parses page 0; `Err` names the field that is wrong.
@@ -71,7 +76,7 @@ impl PagesHeader {
             x => return Err(format!("dtype code: expected 0, 1, 2 or 3, found {x}")),
         };
         let name_len = u32_at(48) as usize;
-        if 52 + name_len > page.len() {
+        if 52 + name_len + 4 > page.len() {
             return Err(format!("layout name length: {name_len} is past the page"));
         }
         Ok(PagesHeader {
@@ -83,6 +88,7 @@ impl PagesHeader {
             medoid: u32_at(36),
             pages: u64_at(40),
             layout: String::from_utf8_lossy(&page[52..52 + name_len]).into_owned(),
+            record_extra: u32_at(52 + name_len),
         })
     }
 }
@@ -102,6 +108,7 @@ mod tests {
             max_degree: 64,
             medoid: 7,
             pages: 99,
+            record_extra: 0,
         };
         let mut page = vec![0u8; 4096];
         h.encode(&mut page);

@@ -2,8 +2,8 @@
 //! pages file's header is turned into the layout that reads it.
 
 use super::{
-    position_map, BlockedLayout, CoupledLayout, Layout, PagesHeader, ReplicatedLayout,
-    SeparatedLayout,
+    position_map, BlockedLayout, CoupledLayout, LaserLayout, Layout, PagesHeader,
+    ReplicatedLayout, SeparatedLayout,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,9 @@ pub enum LayoutKind {
     Replicated,
     /// Gorgeous §3.4 Figure 7(b): graph blocks, then vector pages.
     Separated,
+    /// AlayaLaser §3.2: coupled records that carry their neighbours'
+    /// fast-scan codes.
+    Laser,
 }
 
 pub const KINDS: &[(LayoutKind, &str)] = &[
@@ -27,6 +30,7 @@ pub const KINDS: &[(LayoutKind, &str)] = &[
     (LayoutKind::Blocked, "blocked"),
     (LayoutKind::Replicated, "replicated"),
     (LayoutKind::Separated, "separated"),
+    (LayoutKind::Laser, "laser"),
 ];
 
 impl LayoutKind {
@@ -90,6 +94,10 @@ pub fn from_header(
         LayoutKind::Separated => Box::new(
             SeparatedLayout::from_header(header)
                 .map_err(|e| Error::index(pages_path, "header", "a separated layout", e))?,
+        ),
+        LayoutKind::Laser => Box::new(
+            LaserLayout::from_header(header)
+                .map_err(|e| Error::index(pages_path, "header", "a laser layout", e))?,
         ),
     })
 }

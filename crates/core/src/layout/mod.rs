@@ -7,6 +7,7 @@ pub mod blocked;
 pub mod coupled;
 pub mod header;
 pub mod kind;
+pub mod laser;
 pub mod position_map;
 pub mod record;
 pub mod replicated;
@@ -18,6 +19,7 @@ pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
 pub use header::PagesHeader;
 pub use kind::LayoutKind;
+pub use laser::LaserLayout;
 pub use record::NodeView;
 pub use replicated::ReplicatedLayout;
 pub use replication::ReplicationStats;
@@ -79,6 +81,11 @@ pub trait Layout: Send + Sync {
     /// `vector_span_of(id)`.
     fn vector_slice<'a>(&'a self, id: u32, bytes: &'a [u8]) -> &'a [u8] {
         self.record(id, bytes).vector
+    }
+    /// The quantized codes of a record's neighbours, for layouts whose
+    /// records carry them (laser, AlayaLaser §3.2); `None` otherwise.
+    fn neighbour_codes<'a>(&self, _record: &'a [u8]) -> Option<laser::NeighbourCodes<'a>> {
+        None
     }
     /// Adjacency lists of other nodes replicated in the block read for
     /// `target` (Gorgeous §3.4): (id, view with an empty vector). Empty for

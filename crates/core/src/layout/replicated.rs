@@ -157,6 +157,7 @@ impl ReplicatedLayout {
             max_degree: self.max_degree as u32,
             medoid,
             pages: file_bytes / self.page_size as u64,
+            record_extra: 0,
         };
         let packing = BlockWriter {
             header: &header,
@@ -469,6 +470,7 @@ mod tests {
             max_degree: 4,
             medoid: 0,
             pages: 11,
+            record_extra: 0,
         };
         assert!(ReplicatedLayout::from_header(&h).is_err());
         h.layout = "replicated".into();

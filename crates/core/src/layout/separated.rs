@@ -170,6 +170,7 @@ impl SeparatedLayout {
             max_degree: self.max_degree as u32,
             medoid,
             pages: file_bytes / self.page_size as u64,
+            record_extra: 0,
         };
         let packing = BlockWriter {
             header: &header,
@@ -437,6 +438,7 @@ mod tests {
             max_degree: 64,
             medoid: 0,
             pages: 1 + 10 + 30,
+            record_extra: 0,
         };
         assert!(SeparatedLayout::from_header(&h).is_err());
         h.layout = "separated".into();

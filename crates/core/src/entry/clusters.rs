@@ -1,0 +1,250 @@
+//! AlayaLaser's cluster-based entry points (§4.1): k-means splits the data
+//! into regions at build time, and the vector nearest each centroid is a
+//! candidate entry. A query scans the candidates (a few hundred exact
+//! distances, no graph search, no I/O) and starts from the nearest, so the
+//! disk search begins in the query's region instead of at the medoid. Unlike
+//! Starling's navigation graph the candidates follow the data's
+//! distribution, so a few hundred do what thousands of random samples do.
+//!
+//! `entry.bin`: magic `STRVENT1`, u32 dim, u32 k, u32 starts returned per
+//! query, k u32 ids, then k × dim f32 vectors (the entries' own vectors, as
+//! searched: normalised for cosine).
+
+use super::EntryPoints;
+use crate::data::Metric;
+use crate::error::{Error, FileContext, Result};
+use crate::util::rng::Rng;
+use std::io::Write;
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"STRVENT1";
+
+/// The file's name in an index directory.
+pub const ENTRY_FILE: &str = "entry.bin";
+
+pub struct ClusterEntries {
+    dim: usize,
+    metric: Metric,
+    ids: Vec<u32>,
+    /// Row-major k × dim: each entry's vector.
+    vectors: Vec<f32>,
+    /// Starts handed to the disk search per query.
+    starts: usize,
+}
+
+/// Clusters for `n` vectors when not given: √n, within 16..=1024 (a scan
+/// of 1024 × 768 floats is ~40 µs a query, under one read's latency).
+pub fn default_clusters(n: usize) -> usize {
+    ((n as f64).sqrt().round() as usize).clamp(16, 1024).min(n)
+}
+
+impl ClusterEntries {
+    /// k-means (`iters` Lloyd steps) over a seeded sample of `data`
+    /// (already normalised for cosine); each centroid's entry is the
+    /// sampled vector nearest to it. Runs on the caller's pool.
+    pub fn build(data: &[f32], dim: usize, metric: Metric, k: usize, seed: u64) -> ClusterEntries {
+        let n = data.len() / dim;
+        let k = k.clamp(1, n);
+        let mut rng = Rng::new(seed ^ 0x454E_5452);
+        // 64 points a cluster train its centroid well; more only costs time.
+        let mut sample = rng.sample(n, (64 * k).min(n));
+        sample.sort_unstable();
+        let mut points = Vec::with_capacity(sample.len() * dim);
+        for &i in &sample {
+            points.extend_from_slice(&data[i * dim..(i + 1) * dim]);
+        }
+        let centroids = crate::quant::kmeans::train(&points, dim, k, 10, &mut rng);
+        // The sampled vector nearest each centroid (distinct: a vector near
+        // two centroids enters once).
+        let mut ids: Vec<u32> = centroids
+            .chunks_exact(dim)
+            .map(|c| {
+                let best = (0..sample.len())
+                    .min_by(|&a, &b| {
+                        let da = stratavec_simd::l2_sq_f32(c, &points[a * dim..(a + 1) * dim]);
+                        let db = stratavec_simd::l2_sq_f32(c, &points[b * dim..(b + 1) * dim]);
+                        da.total_cmp(&db).then(a.cmp(&b))
+                    })
+                    .expect("a non-empty sample");
+                sample[best] as u32
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut vectors = Vec::with_capacity(ids.len() * dim);
+        for &i in &ids {
+            vectors.extend_from_slice(&data[i as usize * dim..(i as usize + 1) * dim]);
+        }
+        ClusterEntries {
+            dim,
+            metric,
+            ids,
+            vectors,
+            starts: 1,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    fn dist(&self, q: &[f32], i: usize) -> f32 {
+        let v = &self.vectors[i * self.dim..(i + 1) * self.dim];
+        match self.metric {
+            Metric::L2 => stratavec_simd::l2_sq_f32(q, v),
+            Metric::InnerProduct | Metric::Cosine => -stratavec_simd::dot_f32(q, v),
+        }
+    }
+
+    /// The `count` entries nearest `query` with their exact distances,
+    /// nearest first (ties by id), into `out`.
+    pub fn nearest(&self, query: &[f32], count: usize, out: &mut Vec<(u32, f32)>) {
+        out.clear();
+        out.extend((0..self.ids.len()).map(|i| (self.ids[i], self.dist(query, i))));
+        let count = count.min(out.len());
+        if count < out.len() {
+            out.select_nth_unstable_by(count, |a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            out.truncate(count);
+        }
+        out.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    }
+
+    pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&(self.dim as u32).to_le_bytes())?;
+        out.write_all(&(self.ids.len() as u32).to_le_bytes())?;
+        out.write_all(&(self.starts as u32).to_le_bytes())?;
+        for id in &self.ids {
+            out.write_all(&id.to_le_bytes())?;
+        }
+        let bytes: Vec<u8> = self.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
+        out.write_all(&bytes)
+    }
+
+    /// Reads and validates `entry.bin` for an index of `n` vectors of `dim`.
+    pub fn read(path: &Path, n: usize, dim: usize, metric: Metric) -> Result<ClusterEntries> {
+        let b = std::fs::read(path).at("read", path)?;
+        let bad = |field: &str, want: String, got: String| Error::index(path, field, want, got);
+        if b.len() < 20 || &b[..8] != MAGIC {
+            return Err(bad("magic", "\"STRVENT1\"".into(), "other bytes".into()));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        let (fdim, k, starts) = (u32_at(8) as usize, u32_at(12) as usize, u32_at(16) as usize);
+        if fdim != dim {
+            return Err(bad("dim", dim.to_string(), fdim.to_string()));
+        }
+        if k == 0 || k > n {
+            return Err(bad("entries", format!("1..={n}"), k.to_string()));
+        }
+        let want = 20 + 4 * k + 4 * k * dim;
+        if b.len() != want {
+            return Err(bad(
+                "size",
+                format!("{want} bytes"),
+                format!("{} bytes", b.len()),
+            ));
+        }
+        let ids: Vec<u32> = (0..k).map(|i| u32_at(20 + 4 * i)).collect();
+        if let Some(&id) = ids.iter().find(|&&i| i as usize >= n) {
+            return Err(bad("entry id", format!("< {n}"), id.to_string()));
+        }
+        let vectors = b[20 + 4 * k..]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(ClusterEntries {
+            dim,
+            metric,
+            ids,
+            vectors,
+            starts: starts.max(1),
+        })
+    }
+}
+
+impl EntryPoints for ClusterEntries {
+    fn name(&self) -> &'static str {
+        "clusters"
+    }
+
+    fn starts(&self, query: &[f32], _complexity: usize, out: &mut Vec<u32>) {
+        let mut near = Vec::with_capacity(self.ids.len());
+        self.nearest(query, self.starts, &mut near);
+        out.extend(near.iter().map(|e| e.0));
+    }
+
+    fn resident_bytes(&self) -> usize {
+        self.ids.len() * 4 + self.vectors.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points in `c` tight clusters far apart: with 2c centroids (Lloyd's
+    /// may put two in one cluster) every cluster gets an entry, and a query
+    /// near a cluster starts from that cluster's entry.
+    #[test]
+    fn entries_land_in_the_querys_region() {
+        let (c, per, dim) = (8usize, 200usize, 16usize);
+        let mut rng = Rng::new(3);
+        let centre = |j: usize| -> Vec<f32> {
+            (0..dim)
+                .map(|d| {
+                    if d == j % dim {
+                        100.0 * (1 + j / dim) as f32
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        };
+        let mut data = Vec::new();
+        for j in 0..c {
+            let m = centre(j);
+            for _ in 0..per {
+                data.extend(m.iter().map(|&x| x + rng.unit_f32() - 0.5));
+            }
+        }
+        let e = ClusterEntries::build(&data, dim, Metric::L2, 2 * c, 7);
+        let cluster_of = |id: u32| id as usize / per;
+        let mut seen: Vec<usize> = e.ids.iter().map(|&i| cluster_of(i)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), c, "an entry in every cluster: {:?}", e.ids);
+        let mut out = vec![];
+        for j in 0..c {
+            let q: Vec<f32> = centre(j).iter().map(|&x| x + 0.25).collect();
+            e.nearest(&q, 3, &mut out);
+            assert_eq!(cluster_of(out[0].0), j);
+            assert!(out.windows(2).all(|w| w[0].1 <= w[1].1));
+            assert_eq!(
+                out[0].1,
+                stratavec_simd::l2_sq_f32(&q, &data[out[0].0 as usize * dim..][..dim])
+            );
+        }
+        // Round trip, and a file for another index is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(ENTRY_FILE);
+        let mut f = std::fs::File::create(&p).unwrap();
+        e.write(&mut f).unwrap();
+        drop(f);
+        let r = ClusterEntries::read(&p, c * per, dim, Metric::L2).unwrap();
+        assert_eq!(
+            (r.ids.clone(), r.vectors.clone()),
+            (e.ids.clone(), e.vectors.clone())
+        );
+        let msg = ClusterEntries::read(&p, c * per, dim + 1, Metric::L2)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("entry.bin") && msg.contains("dim"), "{msg}");
+        assert_eq!(default_clusters(117_000), 342);
+        assert_eq!(default_clusters(100), 16);
+    }
+}
