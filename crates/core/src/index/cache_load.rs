@@ -1,7 +1,8 @@
 //! Filling DiskANN's node cache at open: breadth-first from the entry point,
 //! level by level, until the budget's node count is reached. Each level's
 //! records are read in batches over one block reader (queue depth 64), so
-//! loading 15k nodes takes well under a second.
+//! loading 15k nodes takes well under a second. Or, for profiles that rank
+//! their cache at build time, the first nodes of that order.
 
 use crate::error::Result;
 use crate::layout::Layout;
@@ -9,6 +10,59 @@ use crate::memory::node_cache::NodeCacheBuilder;
 use crate::memory::NodeCache;
 use crate::util::visited::VisitedSet;
 use stratavec_io::{BlockReader, ReadRequest};
+
+/// Reads the records of `ids` (at most `reader.slots()` at once) and hands
+/// each to `each(id, record)` in completion order. A failed read fails the
+/// load: an open that cannot fill its cache says so.
+fn read_records(
+    layout: &dyn Layout,
+    reader: &mut dyn BlockReader,
+    ids: &[u32],
+    each: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut done = Vec::new();
+    for batch in ids.chunks(reader.slots()) {
+        for (slot, &id) in batch.iter().enumerate() {
+            let span = layout.span_of(id);
+            reader.push(ReadRequest {
+                offset: span.offset,
+                len: span.len,
+                slot: slot as u32,
+                tag: id as u64,
+            })?;
+        }
+        reader.submit()?;
+        done.clear();
+        while done.len() < batch.len() {
+            reader.reap(batch.len() - done.len(), &mut done)?;
+        }
+        for c in &done {
+            c.result.as_ref().map_err(|e| {
+                crate::error::Error::argument("node cache load", "every read to succeed", e)
+            })?;
+            let id = c.tag as u32;
+            each(id, layout.record_slice(id, reader.slot(c.slot)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Fills the node cache with the first `max_nodes` of `order` (AlayaLaser
+/// §3.3: nodes by in-degree, the most linked first).
+pub fn load_ranked(
+    layout: &dyn Layout,
+    reader: &mut dyn BlockReader,
+    order: &[u32],
+    max_nodes: usize,
+) -> Result<NodeCache> {
+    let take = max_nodes.min(order.len());
+    let mut cache = NodeCacheBuilder::new(layout.record_bytes(), take);
+    read_records(layout, reader, &order[..take], &mut |id, record| {
+        cache.push(id, record);
+        Ok(())
+    })?;
+    Ok(cache.finish())
+}
 
 pub fn load_bfs(
     layout: &dyn Layout,
@@ -25,47 +79,26 @@ pub fn load_bfs(
     let mut seen = VisitedSet::with_capacity(max_nodes);
     seen.insert(start);
     let mut level = vec![start];
-    let mut done = Vec::new();
     while !level.is_empty() && cache.len() < max_nodes {
         let mut next = Vec::new();
         let take = level.len().min(max_nodes - cache.len());
-        for batch in level[..take].chunks(reader.slots()) {
-            for (slot, &id) in batch.iter().enumerate() {
-                let span = layout.span_of(id);
-                reader.push(ReadRequest {
-                    offset: span.offset,
-                    len: span.len,
-                    slot: slot as u32,
-                    tag: id as u64,
-                })?;
-            }
-            reader.submit()?;
-            done.clear();
-            while done.len() < batch.len() {
-                reader.reap(batch.len() - done.len(), &mut done)?;
-            }
-            for c in &done {
-                c.result.as_ref().map_err(|e| {
-                    crate::error::Error::argument("node cache load", "every read to succeed", e)
-                })?;
-                let id = c.tag as u32;
-                let record = layout.record_slice(id, reader.slot(c.slot));
-                cache.push(id, record);
-                for nb in layout.parse(record).neighbors() {
-                    if nb as usize >= n {
-                        return Err(crate::error::Error::index(
-                            path,
-                            format!("node {id}: neighbour id"),
-                            format!("< {n}"),
-                            nb,
-                        ));
-                    }
-                    if seen.insert(nb) {
-                        next.push(nb);
-                    }
+        read_records(layout, reader, &level[..take], &mut |id, record| {
+            cache.push(id, record);
+            for nb in layout.parse(record).neighbors() {
+                if nb as usize >= n {
+                    return Err(crate::error::Error::index(
+                        path,
+                        format!("node {id}: neighbour id"),
+                        format!("< {n}"),
+                        nb,
+                    ));
+                }
+                if seen.insert(nb) {
+                    next.push(nb);
                 }
             }
-        }
+            Ok(())
+        })?;
         // Deterministic order within a level whatever the completion order.
         next.sort_unstable();
         level = next;

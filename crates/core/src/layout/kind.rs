@@ -2,8 +2,8 @@
 //! pages file's header is turned into the layout that reads it.
 
 use super::{
-    position_map, BlockedLayout, CoupledLayout, LaserLayout, Layout, PagesHeader,
-    ReplicatedLayout, SeparatedLayout,
+    position_map, BlockedLayout, CoupledLayout, LaserLayout, Layout, PagesHeader, ReplicatedLayout,
+    SeparatedLayout,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};

@@ -80,15 +80,7 @@ pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
         (CacheRank::Nav, Some(nav)) => by_key(lists.len(), |id| {
             nav.nearest_distance(&r.data[id * dim..(id + 1) * dim], NAV_COMPLEXITY)
         }),
-        (CacheRank::Indegree, _) => {
-            let mut indegree = vec![0u32; lists.len()];
-            for l in lists {
-                for &v in l {
-                    indegree[v as usize] += 1;
-                }
-            }
-            by_key(lists.len(), |id| -(indegree[id] as f32))
-        }
+        (CacheRank::Indegree, _) => super::cache_order::by_indegree(lists),
         (CacheRank::Visits, _) => by_visits(r),
         (CacheRank::Nav, None) | (CacheRank::Bfs, _) => bfs(lists, r.medoid),
     }

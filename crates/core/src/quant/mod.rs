@@ -4,8 +4,11 @@
 //! of any id from it. Search code sees only this trait, never PQ centroids.
 
 pub mod kmeans;
+/// PCA split and RaBitQ neighbour codes for AlayaLaser-style node records (§3.2).
+pub mod pca;
 pub mod pq;
 pub mod pq_file;
+pub mod rabitq;
 
 pub use pq::{PqCodebook, PqQuantizer};
 
