@@ -23,9 +23,11 @@ pub struct Args {
     index_dir: PathBuf,
     /// Named composition of parts (`stratavec::profile`): diskann (id-order
     /// pages, node cache, beam search), starling (records shuffled into
-    /// blocks with their neighbours, block search) or gorgeous (adjacency
+    /// blocks with their neighbours, block search), gorgeous (adjacency
     /// lists cached before vectors, replicated blocks, two-stage search;
-    /// give --memory-budget-mb to size its PQ codes).
+    /// give --memory-budget-mb to size its PQ codes) or laser (neighbour
+    /// codes in each record and none in RAM, in-degree node cache, cluster
+    /// entry points, adaptive beam with early dispatch; l2 or cosine).
     #[arg(long, default_value = "diskann", value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
     profile: String,
     /// l2, ip or cosine.
@@ -109,6 +111,16 @@ pub struct Args {
     /// error of 2^-11 per component; f32 data only. Default: the data's type.
     #[arg(long)]
     store: Option<stratavec::data::DType>,
+    /// Laser profile: principal (PCA) dimensions the neighbour codes in
+    /// each record cover, a multiple of 8 (AlayaLaser §3.2). Default: 128
+    /// for 256 dimensions or more, else half the dimension.
+    #[arg(long)]
+    code_dim: Option<usize>,
+    /// Laser profile: k-means clusters whose nearest vectors are the
+    /// candidate entry points (AlayaLaser §4.1). Default: √n within
+    /// 16..=1024.
+    #[arg(long)]
+    entry_clusters: Option<usize>,
     /// Build threads (default: all cores). The index is identical for any value.
     #[arg(long)]
     threads: Option<usize>,
@@ -140,6 +152,8 @@ pub fn run(a: Args) -> Result<()> {
         page_size: a.page_size.unwrap_or(base.page_size),
         seed: a.seed,
         store: a.store,
+        code_dim: a.code_dim,
+        entry_clusters: a.entry_clusters,
         // What was not given is fitted to the data (and said on stderr).
         unset: stratavec::Unset {
             pq_bytes: a.pq_bytes.is_none(),

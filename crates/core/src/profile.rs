@@ -70,6 +70,20 @@ pub const PROFILES: &[Profile] = &[
         two_stage: true,
         nav_sample: 0.005,
     },
+    Profile {
+        name: "laser",
+        about:
+            "AlayaLaser: neighbour codes in each record (no codes in RAM), in-degree node cache, \
+                cluster entry points, adaptive beam with early dispatch",
+        shuffle: Shuffle::None,
+        layout: Some(LayoutKind::Laser),
+        // The entry candidates, then the in-degree cache (§3.3, §4.1).
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: false,
+        pipeline: false,
+        two_stage: false,
+        nav_sample: 0.0,
+    },
 ];
 
 /// The profile called `name`; an error lists the known ones.
@@ -95,7 +109,7 @@ mod tests {
             assert_eq!(get(p.name).unwrap(), p);
         }
         let e = get("gorgeus").unwrap_err().to_string();
-        assert!(e.contains("diskann, starling, gorgeous"), "{e}");
+        assert!(e.contains("diskann, starling, gorgeous, laser"), "{e}");
         assert!(e.contains("gorgeus"), "{e}");
     }
 }

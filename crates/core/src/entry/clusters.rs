@@ -177,6 +177,12 @@ impl EntryPoints for ClusterEntries {
         out.extend(near.iter().map(|e| e.0));
     }
 
+    fn starts_near(&self, query: &[f32], _complexity: usize, out: &mut Vec<(u32, f32)>) {
+        let mut near = Vec::with_capacity(self.ids.len());
+        self.nearest(query, self.starts, &mut near);
+        out.extend(near);
+    }
+
     fn resident_bytes(&self) -> usize {
         self.ids.len() * 4 + self.vectors.len() * 4
     }

@@ -13,6 +13,14 @@ pub trait EntryPoints: Send + Sync {
     /// search list size of strategies that search for their starts (the
     /// navigation graph); the others ignore it.
     fn starts(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>);
+    /// [`EntryPoints::starts`] with a distance for each start, for
+    /// searches that have no codes in RAM to estimate it (laser): exact
+    /// where the part holds the vectors, else `-inf` (expanded first).
+    fn starts_near(&self, query: &[f32], complexity: usize, out: &mut Vec<(u32, f32)>) {
+        let mut ids = Vec::new();
+        self.starts(query, complexity, &mut ids);
+        out.extend(ids.into_iter().map(|id| (id, f32::NEG_INFINITY)));
+    }
     /// Bytes held in RAM.
     fn resident_bytes(&self) -> usize {
         0

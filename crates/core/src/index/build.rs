@@ -9,21 +9,25 @@ use super::interrupt::{cancelled, checkpoint, unless_cancelled, StopWriter};
 use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
 use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
+use crate::entry::clusters::{self, ClusterEntries, ENTRY_FILE};
 use crate::error::{Error, FileContext, Result};
 use crate::graph::{self, BuildSpace, VamanaParams};
 use crate::layout::replication::ReplicationStats;
 use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
+use crate::layout::LaserLayout;
 use crate::layout::{
     blocked, position_map, BlockedLayout, CoupledLayout, Layout, LayoutKind, ReplicatedLayout,
     SeparatedLayout,
 };
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
+use crate::memory::cache_order::{self, ORDER_FILE};
 use crate::memory::cache_rank::{self, CacheRank};
 use crate::memory::planner::Part;
 use crate::memory::pq_plan::{PqPlan, PqPlanInput};
 use crate::progress::Progress;
 use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
 use crate::quant::pq_file;
+use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -107,6 +111,15 @@ pub struct BuildParams {
     /// `None`: the data's own type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<DType>,
+    /// Laser layout: principal dimensions the neighbour codes cover
+    /// (AlayaLaser §3.2; a multiple of 4). `None`: fitted to the data
+    /// (`fit::default_code_dim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_dim: Option<usize>,
+    /// Laser profile: k-means clusters whose nearest vectors are the entry
+    /// candidates (AlayaLaser §4.1). `None`: √n within 16..=1024.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_clusters: Option<usize>,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
@@ -154,6 +167,17 @@ impl BuildParams {
     pub fn builds_same_index(&self, other: &BuildParams) -> bool {
         // Parameters `other` leaves to the build: whatever it chose (the
         // planner's PQ bytes for this budget, the page size that fits).
+        // Laser parameters `other` leaves to the build: what it chose.
+        if (other.code_dim.is_none() && self.code_dim.is_some())
+            || (other.entry_clusters.is_none() && self.entry_clusters.is_some())
+        {
+            let fitted = BuildParams {
+                code_dim: other.code_dim.or(self.code_dim),
+                entry_clusters: other.entry_clusters.or(self.entry_clusters),
+                ..other.clone()
+            };
+            return self.builds_same_index(&fitted);
+        }
         let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
         if planned_pq || other.unset.page_size {
             let fitted = BuildParams {
@@ -237,6 +261,8 @@ impl Default for BuildParams {
             replicas: None,
             memory_budget: None,
             store: None,
+            code_dim: None,
+            entry_clusters: None,
             unset: Unset::default(),
         }
     }
@@ -297,14 +323,21 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
             &p.shuffle,
         );
     }
-    // Issue #21: the laser records are written by the laser profile's
-    // build, which lands after its parts (layout, codes, search).
-    if p.layout == Some(LayoutKind::Laser) {
-        return arg(
-            "layout",
-            "coupled, blocked, replicated or separated (laser is not buildable yet)",
-            &"laser",
-        );
+    if p.layout_kind() == LayoutKind::Laser {
+        if p.shuffle != Shuffle::None {
+            return arg(
+                "shuffle",
+                "none with the laser layout (it keeps id order)",
+                &p.shuffle,
+            );
+        }
+        if p.metric == Metric::InnerProduct {
+            return arg(
+                "metric",
+                "l2 or cosine for the laser layout (its codes estimate Euclidean distances)",
+                &p.metric,
+            );
+        }
     }
     if p.layout == Some(LayoutKind::Blocked) && p.shuffle == Shuffle::None {
         return arg(
@@ -591,26 +624,38 @@ pub fn build_index_with_ids(
     }
 
     // 3. PQ codebook and codes, after the graph: the memory planner may
-    //    size them by the graph it must leave room for.
-    checkpoint(progress, dir, "pq")?;
-    let t = Instant::now();
-    progress.stage("train PQ", 0);
-    let pq_params = PqTrainParams {
-        m: params.pq_bytes,
-        sample: params.pq_sample,
-        iters: params.pq_iters,
-        seed: params.seed,
+    //    size them by the graph it must leave room for. Laser records carry
+    //    their own codes: no PQ (AlayaLaser §3.3, nothing per vector in RAM).
+    let kind = params.layout_kind();
+    let pq = if kind == LayoutKind::Laser {
+        None
+    } else {
+        checkpoint(progress, dir, "pq")?;
+        let t = Instant::now();
+        progress.stage("train PQ", 0);
+        let pq_params = PqTrainParams {
+            m: params.pq_bytes,
+            sample: params.pq_sample,
+            iters: params.pq_iters,
+            seed: params.seed,
+        };
+        let trained = pool.install(|| {
+            let cb = PqCodebook::train_until(&f32_data, dim, &pq_params, &stop)?;
+            let codes = cb.encode_all_until(&f32_data, &stop)?;
+            Some((cb, codes))
+        });
+        let (codebook, codes) = trained.ok_or_else(|| cancelled(dir))?;
+        progress.finish();
+        stage("pq", t, 0.0);
+        // The shuffle may rank nodes by their codes (`placement`). The
+        // quantizer keeps its centroids transposed only: the codebook as
+        // trained is what codes.bin holds.
+        Some((
+            codebook.clone(),
+            PqQuantizer::new(codebook, codes, params.metric),
+        ))
     };
-    let trained = pool.install(|| {
-        let cb = PqCodebook::train_until(&f32_data, dim, &pq_params, &stop)?;
-        let codes = cb.encode_all_until(&f32_data, &stop)?;
-        Some((cb, codes))
-    });
-    let (codebook, codes) = trained.ok_or_else(|| cancelled(dir))?;
-    // The shuffle may rank nodes by their codes (`placement`).
-    let pq = PqQuantizer::new(codebook.clone(), codes, params.metric);
-    progress.finish();
-    stage("pq", t, 0.0);
+    let pq_of = || &pq.as_ref().expect("PQ codes for every layout but laser").1;
 
     // 4. Disk layout and codes.
     let t = Instant::now();
@@ -677,8 +722,62 @@ pub fn build_index_with_ids(
             .at("write", &pages_path);
         unless_cancelled(progress, dir, stats)
     };
-    let kind = params.layout_kind();
-    let layout_name = if kind.replicates() {
+    let layout_name = if kind == LayoutKind::Laser {
+        let code_dim = params.code_dim.expect("fitted");
+        checkpoint(progress, dir, "codes")?;
+        let t = Instant::now();
+        progress.stage("train record codes", 0);
+        let rc = pool
+            .install(|| RecordCodes::train(&f32_data, dim, code_dim, params.metric, params.seed));
+        let (codes, factors) = pool.install(|| rc.encode_all(&f32_data, dim));
+        progress.finish();
+        nested += stage("codes", t, 0.0);
+        let layout = LaserLayout::new(
+            params.page_size,
+            n,
+            dim,
+            dtype,
+            params.graph_degree,
+            code_dim,
+        )
+        .map_err(|e| Error::argument("laser layout", "a record that fits", e))?;
+        checkpoint(progress, dir, "write")?;
+        let written = layout
+            .write(
+                &mut w,
+                graph.medoid,
+                &graph.lists,
+                &vector_bytes,
+                &codes,
+                &factors,
+            )
+            .and_then(|_| w.flush())
+            .at("write", &pages_path);
+        unless_cancelled(progress, dir, written)?;
+        let path = staging.dir.join(RECORD_CODES_FILE);
+        write_file(&path, |w| rc.write(w))?;
+        extra_files.push(RECORD_CODES_FILE);
+        // The in-degree cache's order (§3.3) and the cluster entries (§4.1).
+        let path = staging.dir.join(ORDER_FILE);
+        write_file(&path, |w| {
+            cache_order::write(w, &cache_order::by_indegree(&graph.lists))
+        })?;
+        extra_files.push(ORDER_FILE);
+        checkpoint(progress, dir, "entry")?;
+        let t = Instant::now();
+        progress.stage("entry clusters", 0);
+        let k = params
+            .entry_clusters
+            .unwrap_or_else(|| clusters::default_clusters(n));
+        let entries =
+            pool.install(|| ClusterEntries::build(&f32_data, dim, params.metric, k, params.seed));
+        let path = staging.dir.join(ENTRY_FILE);
+        write_file(&path, |w| entries.write(w))?;
+        extra_files.push(ENTRY_FILE);
+        progress.finish();
+        nested += stage("entry", t, 0.0);
+        layout.name()
+    } else if kind.replicates() {
         report.replication = Some(replicated(&mut w, kind)?);
         kind.name()
     } else if kind == LayoutKind::Coupled {
@@ -694,8 +793,9 @@ pub fn build_index_with_ids(
         let t = Instant::now();
         progress.stage("shuffle blocks", 0);
         let sp = params.shuffle_params();
-        let nearest = pool
-            .install(|| placement::nearest_for_until(&graph.lists, &cap, &sp, || Ok(&pq), &stop));
+        let nearest = pool.install(|| {
+            placement::nearest_for_until(&graph.lists, &cap, &sp, || Ok(pq_of()), &stop)
+        });
         let nearest = unless_cancelled(progress, dir, nearest)?;
         if nearest.is_some() {
             nested += stage("nearest", t, 0.0);
@@ -766,7 +866,7 @@ pub fn build_index_with_ids(
                 let g = crate::memory::nav_plan::InRam {
                     lists: &graph.lists,
                     medoid: graph.medoid,
-                    pq: &pq,
+                    pq: pq_of(),
                     data: &f32_data,
                     dim,
                 };
@@ -812,7 +912,7 @@ pub fn build_index_with_ids(
             data: &f32_data,
             dim,
             nav: nav_graph.as_ref(),
-            pq: &pq,
+            pq: pq_of(),
             seed: params.seed,
         };
         let order = pool.install(|| cache_rank::rank(params.cache_rank, &input));
@@ -827,8 +927,11 @@ pub fn build_index_with_ids(
         write_file(&path, |w| super::ids::write(w, ids))?;
         extra_files.push(IDS_FILE);
     }
-    let codes_path = staging.dir.join("codes.bin");
-    write_file(&codes_path, |w| pq_file::write(w, &codebook, &pq.codes))?;
+    if let Some((codebook, pq)) = &pq {
+        let codes_path = staging.dir.join("codes.bin");
+        write_file(&codes_path, |w| pq_file::write(w, codebook, &pq.codes))?;
+        extra_files.push("codes.bin");
+    }
     progress.finish();
     stage("write", t, nested);
 
@@ -836,7 +939,7 @@ pub fn build_index_with_ids(
     checkpoint(progress, dir, "checksum")?;
     let t = Instant::now();
     let mut files = BTreeMap::new();
-    for name in ["pages.bin", "codes.bin"].into_iter().chain(extra_files) {
+    for name in ["pages.bin"].into_iter().chain(extra_files) {
         let entry = file_entry_until(&staging.dir.join(name), &stop)?;
         files.insert(name.to_string(), entry.ok_or_else(|| cancelled(dir))?);
     }
@@ -851,7 +954,10 @@ pub fn build_index_with_ids(
         build: params.clone(),
         layout: layout_name.into(),
         page_size: params.page_size,
-        quantizer: format!("pq{}", params.pq_bytes),
+        quantizer: match &pq {
+            Some(_) => format!("pq{}", params.pq_bytes),
+            None => format!("rabitq{} (in records)", params.code_dim.unwrap_or(0)),
+        },
         medoid: graph.medoid,
         graph_mean_degree: gstats.mean_degree,
         files,

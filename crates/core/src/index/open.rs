@@ -1,23 +1,26 @@
 //! An open index: the parts its memory plan keeps in RAM, and batch search
 //! over worker threads that each own one block reader.
 
-use super::cache_load::load_bfs;
+use super::cache_load::{load_bfs, load_ranked};
 use super::ids::{IdMap, IDS_FILE};
 use super::manifest::Manifest;
 use crate::data::{DType, Metric};
-use crate::entry::{EntryPoints, Medoid, NavGraph};
+use crate::entry::clusters::ENTRY_FILE;
+use crate::entry::{ClusterEntries, EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
 use crate::layout::{Layout, PagesHeader};
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
+use crate::memory::cache_order::{self, ORDER_FILE};
 use crate::memory::node_cache::bytes_per_node;
 use crate::memory::planner::{self, granted, Demand, Part};
 use crate::memory::{AdjacencyCache, MemoryReport, NodeCache};
 use crate::profile::Profile;
-use crate::quant::{pq_file, PqQuantizer, Quantizer};
+use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
+use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, READ_SLOTS};
-use crate::search::{Beam, RangeRule, SearchContext, SearchParams, Switches, TwoStage};
+use crate::search::{Beam, Laser, RangeRule, SearchContext, SearchParams, Switches, TwoStage};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -92,7 +95,9 @@ pub struct Index {
     pub profile: &'static Profile,
     pages_path: PathBuf,
     layout: Box<dyn Layout>,
-    quantizer: PqQuantizer,
+    quantizer: Box<dyn Quantizer>,
+    /// Laser indexes: the per-index part of the codes their records carry.
+    record_codes: Option<RecordCodes>,
     cache: NodeCache,
     pub(crate) adjacency: AdjacencyCache,
     /// Ids given with the data, mapped (`index::ids`); `None`: row numbers.
@@ -144,7 +149,11 @@ impl Index {
         let dir = dir.as_ref().to_path_buf();
         let manifest = Manifest::read(&dir)?;
         let pages_path = check_file_size(&manifest, &dir, "pages.bin")?;
-        check_file_size(&manifest, &dir, "codes.bin")?;
+        // Laser indexes keep no codes in RAM (their records carry them).
+        let has_codes = manifest.files.contains_key("codes.bin");
+        if has_codes {
+            check_file_size(&manifest, &dir, "codes.bin")?;
+        }
         if opts.verify_checksums {
             for (name, entry) in &manifest.files {
                 let got = super::commit::file_entry(&dir.join(name))?;
@@ -212,7 +221,18 @@ impl Index {
             ));
         }
 
-        let quantizer = pq_file::load(&dir, &manifest)?;
+        let quantizer: Box<dyn Quantizer> = match has_codes {
+            true => Box::new(pq_file::load(&dir, &manifest)?),
+            false => Box::new(crate::quant::NoCodes),
+        };
+        let record_codes = match manifest.files.contains_key(RECORD_CODES_FILE) {
+            true => Some(RecordCodes::read(
+                &check_file_size(&manifest, &dir, RECORD_CODES_FILE)?,
+                manifest.dim,
+                manifest.metric,
+            )?),
+            false => None,
+        };
 
         // The memory plan (memory::planner): codes, I/O buffers and the
         // layout's map first; then the profile's parts in its order.
@@ -229,17 +249,26 @@ impl Index {
             * layout.max_span_bytes();
         // Read before the plan (a small sample of the vectors), so the plan
         // charges the bytes it holds; dropped if the budget has no room.
-        let nav = match opts.navigation_graph && manifest.files.contains_key("nav.bin") {
-            true => {
-                let path = check_file_size(&manifest, &dir, "nav.bin")?;
-                Some(NavGraph::read(
-                    &path,
-                    manifest.n,
-                    manifest.dim,
-                    manifest.metric,
-                )?)
-            }
-            false => None,
+        let nav: Option<Box<dyn EntryPoints>> = if !opts.navigation_graph {
+            None
+        } else if manifest.files.contains_key(ENTRY_FILE) {
+            let path = check_file_size(&manifest, &dir, ENTRY_FILE)?;
+            Some(Box::new(ClusterEntries::read(
+                &path,
+                manifest.n,
+                manifest.dim,
+                manifest.metric,
+            )?))
+        } else if manifest.files.contains_key("nav.bin") {
+            let path = check_file_size(&manifest, &dir, "nav.bin")?;
+            Some(Box::new(NavGraph::read(
+                &path,
+                manifest.n,
+                manifest.dim,
+                manifest.metric,
+            )?))
+        } else {
+            None
         };
         let node_bytes = bytes_per_node(layout.record_bytes());
         let graph_path = match opts.graph_cache && manifest.files.contains_key(GRAPH_FILE) {
@@ -249,7 +278,8 @@ impl Index {
         let mut demands = vec![
             Demand {
                 part: Part::Codes,
-                bytes: quantizer.resident_bytes(),
+                bytes: quantizer.resident_bytes()
+                    + record_codes.as_ref().map_or(0, |c| c.resident_bytes()),
             },
             Demand {
                 part: Part::Buffers,
@@ -280,17 +310,27 @@ impl Index {
         }
         let grants = planner::plan(opts.memory_budget_bytes.map(|b| b as usize), &demands)?;
         let entry: Box<dyn EntryPoints> = match nav.filter(|_| granted(&grants, Part::Nav) > 0) {
-            Some(g) => Box::new(g),
+            Some(g) => g,
             None => Box::new(Medoid(header.medoid)),
         };
-        let cache = load_bfs(
-            &*layout,
-            &mut *header_reader,
-            header.medoid,
-            granted(&grants, Part::Nodes) / node_bytes,
-            manifest.n,
-            &pages_path,
-        )?;
+        let cache_nodes = granted(&grants, Part::Nodes) / node_bytes;
+        // A cache order ranked at build time (laser: by in-degree), else
+        // breadth-first from the medoid (DiskANN).
+        let cache = match manifest.files.contains_key(ORDER_FILE) && cache_nodes > 0 {
+            true => {
+                let order =
+                    cache_order::read(&check_file_size(&manifest, &dir, ORDER_FILE)?, manifest.n)?;
+                load_ranked(&*layout, &mut *header_reader, &order, cache_nodes)?
+            }
+            false => load_bfs(
+                &*layout,
+                &mut *header_reader,
+                header.medoid,
+                cache_nodes,
+                manifest.n,
+                &pages_path,
+            )?,
+        };
         let adjacency = match &graph_path {
             Some(p) => AdjacencyCache::load(p, manifest.n, granted(&grants, Part::Adjacency))?,
             None => AdjacencyCache::default(),
@@ -306,7 +346,10 @@ impl Index {
         drop(header_reader);
         // What is held, part by part: the sum the budget is enforced on.
         let mut memory = MemoryReport::default();
-        memory.add("codes", quantizer.resident_bytes());
+        memory.add(
+            "codes",
+            quantizer.resident_bytes() + record_codes.as_ref().map_or(0, |c| c.resident_bytes()),
+        );
         memory.add("cache", cache.resident_bytes());
         if adjacency.resident_bytes() > 0 {
             memory.add("adjacency", adjacency.resident_bytes());
@@ -320,6 +363,7 @@ impl Index {
         }
         memory.plan = grants;
         Ok(Index {
+            record_codes,
             ids,
             adjacency,
             profile,
@@ -415,7 +459,8 @@ impl Index {
         SearchContext {
             entry_complexity: params.nav_complexity,
             layout: &*self.layout,
-            quantizer: &self.quantizer,
+            quantizer: &*self.quantizer,
+            record_codes: self.record_codes.as_ref(),
             cache: &self.cache,
             adjacency: &self.adjacency,
             entry: &*self.entry,
@@ -431,7 +476,15 @@ impl Index {
     /// can validate all its arguments before any output or work.
     pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
         params.check()?;
-        let two_stage = matches!(strategy_for(params, self.metric()), Chosen::TwoStage(_));
+        let chosen = strategy_for(params, self.metric(), self.record_codes.is_some());
+        if self.record_codes.is_some() && params.radius.is_some() {
+            return Err(Error::argument(
+                format!("search of {} (profile laser)", self.dir.display()),
+                "a k-NN search (range search needs codes in RAM)",
+                "a radius",
+            ));
+        }
+        let two_stage = matches!(chosen, Chosen::TwoStage(_));
         if !two_stage && !self.layout.records_hold_vectors() {
             return Err(Error::argument(
                 format!(
@@ -583,9 +636,10 @@ impl Index {
         let io_before = proc_self_io();
         let t0 = Instant::now();
         // The one place a strategy is chosen (COMPOSITION.md, example A).
-        let (mut out, ends) = match strategy_for(params, ctx.metric) {
+        let (mut out, ends) = match strategy_for(params, ctx.metric, ctx.record_codes.is_some()) {
             Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
         };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
@@ -635,10 +689,21 @@ impl Index {
 enum Chosen {
     Beam(Beam),
     TwoStage(TwoStage),
+    Laser(Laser),
 }
 
 /// The strategy `params` ask for.
-fn strategy_for(params: &SearchParams, metric: Metric) -> Chosen {
+fn strategy_for(params: &SearchParams, metric: Metric, record_codes: bool) -> Chosen {
+    // An index whose records carry the codes has none in RAM: only the
+    // laser search can estimate its neighbours.
+    if record_codes {
+        return Chosen::Laser(Laser {
+            complexity: params.complexity,
+            beam_width: params.beam_width,
+            adaptive_beam: params.adaptive_beam,
+            dispatch_ratio: params.dispatch_ratio,
+        });
+    }
     if params.two_stage && params.radius.is_none() {
         return Chosen::TwoStage(TwoStage {
             complexity: params.complexity,

@@ -9,6 +9,7 @@ pub mod pca;
 pub mod pq;
 pub mod pq_file;
 pub mod rabitq;
+pub mod record_codes;
 
 pub use pq::{PqCodebook, PqQuantizer};
 
@@ -23,6 +24,27 @@ pub struct QueryTable {
     /// estimate = `bias + scale * sum of words`.
     pub bias: f32,
     pub scale: f32,
+}
+
+/// No codes in RAM: the quantizer of indexes whose records carry their
+/// neighbours' codes (laser, `record_codes`), which no search asks for
+/// estimates by id. Estimates are 0 should one ever be asked.
+pub struct NoCodes;
+
+impl Quantizer for NoCodes {
+    fn name(&self) -> String {
+        "none".into()
+    }
+    fn bytes_per_vector(&self) -> usize {
+        0
+    }
+    fn resident_bytes(&self) -> usize {
+        0
+    }
+    fn prepare(&self, _query: &[f32], _table: &mut QueryTable) {}
+    fn estimate_many(&self, _table: &QueryTable, _ids: &[u32], out: &mut [f32]) {
+        out.fill(0.0);
+    }
 }
 
 /// Estimated distances from in-RAM codes. Smaller is closer, in the same

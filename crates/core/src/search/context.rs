@@ -10,6 +10,9 @@ use crate::quant::Quantizer;
 pub struct SearchContext<'a> {
     pub layout: &'a dyn Layout,
     pub quantizer: &'a dyn Quantizer,
+    /// The per-index part of the codes laser records carry (AlayaLaser
+    /// §3.2); `None` for indexes whose codes are all in RAM.
+    pub record_codes: Option<&'a crate::quant::record_codes::RecordCodes>,
     pub cache: &'a NodeCache,
     /// Adjacency lists held without their vectors (Gorgeous's graph cache).
     pub adjacency: &'a AdjacencyCache,

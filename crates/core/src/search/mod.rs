@@ -4,6 +4,7 @@ pub mod batch;
 pub mod beam;
 pub mod block;
 pub mod context;
+pub mod laser;
 pub mod query;
 pub mod scheduler;
 pub mod stats;
@@ -12,6 +13,7 @@ pub mod two_stage;
 
 pub use beam::{Beam, BeamSearch, RangeRule};
 pub use context::SearchContext;
+pub use laser::Laser;
 pub use scheduler::{run_worker, QueryOutcome};
 pub use stats::QueryStats;
 pub use strategy::Strategy;
@@ -73,6 +75,22 @@ pub struct SearchParams {
     /// Range search: the largest candidate window.
     #[serde(default = "default_range_max")]
     pub range_max_complexity: usize,
+    /// Laser search (AlayaLaser §4.2): rounds widen 1, 2, 4, ... up to the
+    /// beam width; false reads W a round from the first.
+    #[serde(default = "default_true")]
+    pub adaptive_beam: bool,
+    /// Laser search (AlayaLaser §4.3): the share of a round's reads that
+    /// must arrive before the next round goes out; 1 waits for all.
+    #[serde(default = "default_dispatch_ratio")]
+    pub dispatch_ratio: f32,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_dispatch_ratio() -> f32 {
+    0.5
 }
 
 fn default_range_phi() -> f32 {
@@ -112,6 +130,8 @@ impl Default for SearchParams {
             radius: None,
             range_phi: default_range_phi(),
             range_max_complexity: default_range_max(),
+            adaptive_beam: true,
+            dispatch_ratio: default_dispatch_ratio(),
         }
     }
 }
@@ -142,6 +162,13 @@ impl SearchParams {
         }
         if self.beam_width == 0 || self.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", self.beam_width));
+        }
+        if !(self.dispatch_ratio > 0.0 && self.dispatch_ratio <= 1.0) {
+            return Err(Error::argument(
+                "dispatch_ratio",
+                "in (0, 1]",
+                self.dispatch_ratio,
+            ));
         }
         if self.nav_complexity == 0 {
             return Err(Error::argument("nav_complexity", "at least 1", 0));

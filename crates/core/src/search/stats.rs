@@ -25,6 +25,13 @@ pub struct QueryStats {
     /// was read for: served by that read.
     #[serde(default)]
     pub shared_reads: u64,
+    /// CPU time in exact distances, nanoseconds (strategies that time it:
+    /// laser, for AlayaLaser §2's roofline split).
+    #[serde(default)]
+    pub exact_ns: u64,
+    /// CPU time preparing the query and estimating neighbours, nanoseconds.
+    #[serde(default)]
+    pub estimate_ns: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -38,5 +45,7 @@ impl std::ops::AddAssign for QueryStats {
         self.latency_us += o.latency_us;
         self.widenings += o.widenings;
         self.shared_reads += o.shared_reads;
+        self.exact_ns += o.exact_ns;
+        self.estimate_ns += o.estimate_ns;
     }
 }

@@ -1,0 +1,310 @@
+//! AlayaLaser's search (§4) over laser records (§3.2): no codes in RAM —
+//! expanding a node scores all its neighbours from the codes its record
+//! carries, in one fast-scan pass, and its own vector gives its exact
+//! distance; the result is the top k by exact distance.
+//!
+//! Two departures from DiskANN's beam search, each switchable:
+//!
+//! - **Adaptive beam** (§4.2): the i-th round reads at most
+//!   `min(W, 2^i)` nodes — narrow while the search is far from the query,
+//!   where wide rounds read nodes that never reach the result, and wide
+//!   once it converges (the paper's W is 2–4× DiskANN's).
+//! - **Early dispatch** (§4.3): a round does not wait for its slowest read.
+//!   Once `dispatch_ratio` of its reads have arrived (0.5 in the paper) the
+//!   next round is chosen and issued; the late reads are expanded when they
+//!   arrive and their neighbours merge into the list. 1.0 is DiskANN's hop
+//!   barrier.
+//!
+//! Nodes the in-degree cache holds (§3.3) are expanded from RAM as soon as
+//! they are chosen and do not count against the round's reads.
+
+use std::time::Instant;
+
+use super::beam::visited_capacity;
+use super::context::SearchContext;
+use super::query::PreparedQuery;
+use super::strategy::Strategy;
+use super::{QueryState, QueryStats, Read};
+use crate::quant::record_codes::RecordTable;
+use crate::util::candidates::CandidateList;
+use crate::util::visited::VisitedSet;
+
+/// The laser search as a [`Strategy`].
+pub struct Laser {
+    /// Candidate list size L.
+    pub complexity: usize,
+    /// The widest round W.
+    pub beam_width: usize,
+    /// Rounds widen 1, 2, 4, ... up to W (§4.2); false: every round W.
+    pub adaptive_beam: bool,
+    /// Share of a round's reads that must arrive before the next round is
+    /// issued (§4.3), in (0, 1].
+    pub dispatch_ratio: f32,
+}
+
+pub struct LaserSearch {
+    query: PreparedQuery,
+    table: RecordTable,
+    list: CandidateList,
+    visited: VisitedSet,
+    /// Exact distance and id of every expanded node.
+    exact: Vec<(f32, u32)>,
+    stats: QueryStats,
+    corrupt: Option<String>,
+    /// Rounds issued so far; the reads of the last one, and how many of
+    /// them have arrived.
+    rounds: u32,
+    issued: usize,
+    arrived: usize,
+    /// Reads in flight: (node, round).
+    in_flight: Vec<(u32, u32)>,
+    /// Nothing was left to read and nothing was in flight: the end.
+    exhausted: bool,
+    /// Scratch: one record's neighbour estimates.
+    estimates: Vec<f32>,
+    starts: Vec<(u32, f32)>,
+}
+
+impl LaserSearch {
+    fn new(ctx: &SearchContext, query: PreparedQuery, p: &Laser) -> Self {
+        let mut s = LaserSearch {
+            query,
+            table: RecordTable::default(),
+            list: CandidateList::new(p.complexity),
+            visited: VisitedSet::for_ids_below(ctx.n, visited_capacity(p.complexity)),
+            exact: Vec::with_capacity(p.complexity * 2),
+            stats: QueryStats::default(),
+            corrupt: None,
+            rounds: 0,
+            issued: 0,
+            arrived: 0,
+            in_flight: Vec::new(),
+            exhausted: false,
+            estimates: Vec::new(),
+            starts: Vec::new(),
+        };
+        s.start(ctx);
+        s
+    }
+
+    fn recycle(mut self, ctx: &SearchContext, query: PreparedQuery, p: &Laser) -> Self {
+        self.query = query;
+        self.list.reset(p.complexity);
+        self.visited.clear();
+        self.visited.reserve(visited_capacity(p.complexity));
+        self.exact.clear();
+        self.stats = QueryStats::default();
+        self.corrupt = None;
+        self.rounds = 0;
+        self.issued = 0;
+        self.arrived = 0;
+        self.in_flight.clear();
+        self.exhausted = false;
+        self.start(ctx);
+        self
+    }
+
+    /// The query's tables, and its entry points in the list at the
+    /// distances the entry part knows (exact for cluster entries).
+    fn start(&mut self, ctx: &SearchContext) {
+        let codes = ctx.record_codes.expect("a laser index has record codes");
+        let t = Instant::now();
+        codes.prepare(&self.query.f32, &mut self.table);
+        self.starts.clear();
+        ctx.entry
+            .starts_near(&self.query.f32, ctx.entry_complexity, &mut self.starts);
+        for &(id, d) in &self.starts {
+            if self.visited.insert(id) {
+                self.list.insert(id, d);
+            }
+        }
+        self.stats.estimate_ns += t.elapsed().as_nanos() as u64;
+    }
+
+    /// Expands a node: its exact distance, then its unvisited neighbours
+    /// into the list at the estimates its record's codes give.
+    fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+        let node = ctx.layout.parse(record);
+        let t = Instant::now();
+        let d = self.query.distance(node.vector);
+        let t2 = Instant::now();
+        self.stats.exact_ns += (t2 - t).as_nanos() as u64;
+        self.stats.exact += 1;
+        self.stats.hops += 1;
+        self.exact.push((d, id));
+        let (Some(codes), Some(table)) = (ctx.layout.neighbour_codes(record), ctx.record_codes)
+        else {
+            self.corrupt.get_or_insert_with(|| {
+                format!(
+                    "{}: node {id}: a record without neighbour codes",
+                    ctx.pages_path.display()
+                )
+            });
+            return;
+        };
+        table.estimate(&mut self.table, &codes, node.degree(), &mut self.estimates);
+        self.stats.estimated += node.degree() as u64;
+        for (nb, &est) in node.neighbors().zip(&self.estimates) {
+            if nb as usize >= ctx.n {
+                self.corrupt.get_or_insert_with(|| {
+                    format!(
+                        "{}: node {id}: neighbour id: expected < {}, found {nb} (corrupt index)",
+                        ctx.pages_path.display(),
+                        ctx.n
+                    )
+                });
+                continue;
+            }
+            if self.visited.insert(nb) {
+                self.list.insert(nb, est);
+            }
+        }
+        self.stats.estimate_ns += t2.elapsed().as_nanos() as u64;
+    }
+
+    /// Issues the next round: the closest unexpanded candidates, up to the
+    /// round's width in reads (cached ones are expanded on the spot).
+    /// Returns the reads issued; a round that issues none is not counted.
+    fn dispatch(&mut self, ctx: &SearchContext, p: &Laser, reads: &mut Vec<Read>) -> usize {
+        let width = match p.adaptive_beam {
+            true => (1usize << self.rounds.min(16)).min(p.beam_width.max(1)),
+            false => p.beam_width.max(1),
+        };
+        let mut issued = 0;
+        while issued < width {
+            let Some(c) = self.list.pop_closest_unexpanded() else {
+                break;
+            };
+            if let Some(record) = ctx.cache.get(c.id) {
+                self.stats.cache_hits += 1;
+                self.expand(ctx, c.id, record);
+                continue;
+            }
+            reads.push(Read {
+                key: c.id,
+                span: ctx.layout.span_of(c.id),
+            });
+            self.in_flight.push((c.id, self.rounds + 1));
+            issued += 1;
+        }
+        if issued > 0 {
+            self.rounds += 1;
+            self.issued = issued;
+            self.arrived = 0;
+        }
+        issued
+    }
+
+    /// The k nearest expanded nodes by exact distance (ties by id).
+    pub fn results(&mut self, k: usize) -> &[(f32, u32)] {
+        self.exact
+            .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        &self.exact[..k.min(self.exact.len())]
+    }
+}
+
+/// The strategy's parameters travel with each query's state, so
+/// `QueryState::step` can read them.
+pub struct LaserState {
+    search: LaserSearch,
+    params: LaserParams,
+}
+
+#[derive(Clone, Copy)]
+struct LaserParams {
+    complexity: usize,
+    beam_width: usize,
+    adaptive_beam: bool,
+    dispatch_ratio: f32,
+}
+
+impl LaserParams {
+    fn of(p: &Laser) -> Self {
+        LaserParams {
+            complexity: p.complexity,
+            beam_width: p.beam_width,
+            adaptive_beam: p.adaptive_beam,
+            dispatch_ratio: p.dispatch_ratio.clamp(f32::MIN_POSITIVE, 1.0),
+        }
+    }
+
+    fn laser(&self) -> Laser {
+        Laser {
+            complexity: self.complexity,
+            beam_width: self.beam_width,
+            adaptive_beam: self.adaptive_beam,
+            dispatch_ratio: self.dispatch_ratio,
+        }
+    }
+}
+
+impl QueryState for LaserState {
+    fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
+        let s = &mut self.search;
+        if s.corrupt.is_some() {
+            return;
+        }
+        let p = self.params.laser();
+        // Wait until the round's share has arrived (all of it at ratio 1).
+        if !s.in_flight.is_empty() {
+            let due = ((p.dispatch_ratio * s.issued as f32).ceil() as usize).max(1);
+            if s.arrived < due {
+                return;
+            }
+        }
+        if s.dispatch(ctx, &p, reads) == 0 && s.in_flight.is_empty() {
+            // Nothing left to read and nothing to wait for.
+            s.exhausted = true;
+        }
+    }
+
+    fn on_read(&mut self, ctx: &SearchContext, id: u32, bytes: &[u8]) {
+        let s = &mut self.search;
+        if let Some(at) = s.in_flight.iter().position(|r| r.0 == id) {
+            let (_, round) = s.in_flight.swap_remove(at);
+            if round == s.rounds {
+                s.arrived += 1;
+            }
+        }
+        let record = ctx.layout.record_slice(id, bytes);
+        s.expand(ctx, id, record);
+    }
+
+    fn is_done(&self) -> bool {
+        let s = &self.search;
+        s.in_flight.is_empty() && (s.exhausted || s.corrupt.is_some())
+    }
+
+    fn stats(&mut self) -> &mut QueryStats {
+        &mut self.search.stats
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.search.corrupt.clone()
+    }
+}
+
+impl Strategy for Laser {
+    type State = LaserState;
+
+    fn start(
+        &self,
+        ctx: &SearchContext,
+        query: PreparedQuery,
+        reuse: Option<LaserState>,
+    ) -> LaserState {
+        let search = match reuse {
+            Some(old) => old.search.recycle(ctx, query, self),
+            None => LaserSearch::new(ctx, query, self),
+        };
+        LaserState {
+            search,
+            params: LaserParams::of(self),
+        }
+    }
+
+    fn finish(&self, state: &mut LaserState, k: usize, out: &mut Vec<(f32, u32)>) {
+        out.clear();
+        out.extend_from_slice(state.search.results(k));
+    }
+}
