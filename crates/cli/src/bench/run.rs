@@ -112,6 +112,11 @@ pub struct Sweep<'a> {
     pub two_stage: bool,
     pub graph_cache: bool,
     pub navigation_graph: bool,
+    /// The node cache, and the laser search's adaptive beam and dispatch
+    /// ratio (AlayaLaser §3.3, §4.2, §4.3).
+    pub node_cache: bool,
+    pub adaptive_beam: bool,
+    pub dispatch_ratio: f32,
     /// Range search rows too (AP against exact range ground truth).
     pub range: Option<&'a super::range::RangeSpec>,
     /// A timed pass repeats the queries until it has run this long.
@@ -134,6 +139,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         reserve_threads: s.threads,
         navigation_graph: s.navigation_graph,
         graph_cache: s.graph_cache,
+        node_cache: s.node_cache,
         ..Default::default()
     }
     .reserve_for(s.beam_width, s.in_flight);
@@ -155,6 +161,8 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         beam_width,
         threads: s.threads,
         in_flight,
+        adaptive_beam: s.adaptive_beam,
+        dispatch_ratio: s.dispatch_ratio,
         ..io
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
@@ -256,7 +264,8 @@ impl Opened<'_> {
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
-            "two_stage": s.two_stage, "graph_cache": s.graph_cache,
+            "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
+            "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });

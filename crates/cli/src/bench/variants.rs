@@ -33,6 +33,15 @@ pub struct Variant {
     pub two_stage: bool,
     /// Open with the graph cache (indexes that have one).
     pub graph_cache: bool,
+    /// Open with the node cache (the budget's remainder).
+    pub node_cache: bool,
+    /// Open with the entry part the index has (navigation graph, cluster
+    /// entries) even when the variant builds no navigation graph.
+    pub entries: bool,
+    /// Laser search: widening rounds (AlayaLaser §4.2) and the share of a
+    /// round that must arrive before the next (§4.3; 1 = hop barrier).
+    pub adaptive_beam: bool,
+    pub dispatch_ratio: f32,
 }
 
 const BASE: Variant = Variant {
@@ -49,6 +58,25 @@ const BASE: Variant = Variant {
     pipeline: false,
     two_stage: false,
     graph_cache: true,
+    node_cache: true,
+    entries: false,
+    adaptive_beam: false,
+    dispatch_ratio: 1.0,
+};
+
+/// The laser profile as built by default (AlayaLaser): neighbour codes in
+/// the records, in-degree cache, cluster entries, adaptive beam, early
+/// dispatch. Its ablation adds one part at a time (§5.3, Figure 14).
+const LASER: Variant = Variant {
+    name: "laser",
+    about: "the laser profile: neighbour codes in each record, in-degree cache, cluster \
+            entries, adaptive beam, early dispatch",
+    profile: "laser",
+    layout: Some(LayoutKind::Laser),
+    entries: true,
+    adaptive_beam: true,
+    dispatch_ratio: 0.5,
+    ..BASE
 };
 
 /// The gorgeous profile as built by default: PQ bytes planned for the
@@ -151,6 +179,37 @@ pub const ALL: &[Variant] = &[
         page_size: Some(8192),
         ..GORGEOUS
     },
+    Variant {
+        name: "laser-layout",
+        about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
+        node_cache: false,
+        entries: false,
+        adaptive_beam: false,
+        dispatch_ratio: 1.0,
+        ..LASER
+    },
+    Variant {
+        name: "laser-cache",
+        about: "laser layout + in-degree node cache",
+        entries: false,
+        adaptive_beam: false,
+        dispatch_ratio: 1.0,
+        ..LASER
+    },
+    Variant {
+        name: "laser-entry",
+        about: "laser layout + cache + cluster entry points",
+        adaptive_beam: false,
+        dispatch_ratio: 1.0,
+        ..LASER
+    },
+    Variant {
+        name: "laser-adaptive",
+        about: "laser layout + cache + entries + adaptive beam (hop barrier kept)",
+        dispatch_ratio: 1.0,
+        ..LASER
+    },
+    LASER,
 ];
 
 pub fn find(name: &str) -> Result<&'static Variant> {
@@ -241,5 +300,13 @@ mod tests {
         assert_ne!(name("gorgeous"), name("gorgeous-graph-cache"));
         assert_ne!(name("gorgeous"), name("gorgeous-separated"));
         assert_ne!(name("gorgeous"), name("gorgeous-8k"));
+        for ablation in [
+            "laser-layout",
+            "laser-cache",
+            "laser-entry",
+            "laser-adaptive",
+        ] {
+            assert_eq!(name("laser"), name(ablation));
+        }
     }
 }

@@ -49,6 +49,9 @@ pub struct OpenOptions {
     /// (Gorgeous §4.1); false leaves its memory to the node cache (an
     /// ablation).
     pub graph_cache: bool,
+    /// Fill the node cache from what the budget has left; false holds no
+    /// records (an ablation: the laser layout alone, AlayaLaser §5.3).
+    pub node_cache: bool,
     /// Test hook: reads at offsets for which this returns true fail with an
     /// injected EIO (proves that an I/O error fails one query, not the batch).
     pub fault_injection: Option<FaultPredicate>,
@@ -83,6 +86,7 @@ impl Default for OpenOptions {
             verify_checksums: false,
             navigation_graph: true,
             graph_cache: true,
+            node_cache: true,
             fault_injection: None,
         }
     }
@@ -302,7 +306,7 @@ impl Index {
                 },
                 // A cached record without its vector saves nothing the
                 // graph cache does not save better.
-                Part::Nodes if !layout.records_hold_vectors() => continue,
+                Part::Nodes if !layout.records_hold_vectors() || !opts.node_cache => continue,
                 Part::Nodes => manifest.n * node_bytes,
                 _ => continue,
             };

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The AlayaLaser section of BENCHMARKS.md (issue #21), measured in one go:
+#   1. `stratavec bench` at a 20% budget, 2 threads, same run: diskann,
+#      starling, gorgeous, laser and its ablation (layout alone, + in-degree
+#      cache, + cluster entries, + adaptive beam; laser adds early
+#      dispatch), and the peers, on wordnet-minilm (384-d);
+#   2. the same on wordnet-mpnet (768-d, real; scripts/wordnet-mpnet.sh
+#      full makes it once into ~/.cache/stratavec, ~30 minutes);
+#   3. the tables (benchmarks/laser_table.py) into BENCHMARKS.md.
+# Steps can be chosen: `benchmarks/laser.sh 1 3` runs steps 1 and 3. Index
+# builds are reused from .cache/bench. Run it with nothing else on the
+# machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=${*:-1 2 3}
+cargo build --release -q -p stratavec-cli
+bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+minilm=.cache/wordnet-minilm
+mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
+res=benchmarks/results
+work=.cache/bench
+mkdir -p "$res" "$work"
+has() { [[ " $steps " == *" $1 "* ]]; }
+systems=diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser-adaptive,laser
+peers=${LASER_PEERS:-hnswlib,diskannpy}
+
+# The laser ablations cross recall 0.95 between L = 40 and 120 (1-bit
+# codes rank neighbours less well than 32-byte PQ, so its lists are longer).
+sweep="$(seq -s, 16 4 80),90,100,120,150"
+if has 1; then
+  [ -f "$minilm/base.fbin" ] || scripts/wordnet.sh full
+  "$bin" bench --data "$minilm" --work "$work" --out "$res/laser-384.jsonl" --profiles "$systems" \
+    --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2
+fi
+if has 2; then
+  [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
+  "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768.jsonl" --profiles "$systems" \
+    --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2
+fi
+if has 3; then
+  py=benchmarks/.venvs/plot/bin/python
+  [ -x "$py" ] || py=python3
+  "$py" benchmarks/laser_table.py --results "$res" --into BENCHMARKS.md
+fi
