@@ -221,7 +221,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
-    column = None, id_column = None, ids = None
+    column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -248,6 +248,8 @@ fn build_index<'py>(
     column: Option<String>,
     id_column: Option<String>,
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
+    code_dim: Option<i64>,
+    entry_clusters: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
@@ -297,6 +299,10 @@ fn build_index<'py>(
         page_size: given("page_size", page_size, base.page_size)?,
         seed,
         store,
+        code_dim: code_dim.map(|c| count("code_dim", c, 8)).transpose()?,
+        entry_clusters: entry_clusters
+            .map(|c| count("entry_clusters", c, 1))
+            .transpose()?,
         unset: stratavec::Unset {
             pq_bytes: pq_bytes.is_none(),
             page_size: page_size.is_none(),
@@ -698,7 +704,7 @@ impl Index {
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
-        refine_ratio = 0.5
+        refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -718,6 +724,8 @@ impl Index {
         on_error: &str,
         two_stage: Option<bool>,
         refine_ratio: f32,
+        adaptive_beam: bool,
+        dispatch_ratio: f32,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
@@ -734,6 +742,8 @@ impl Index {
         let params = SearchParams {
             k,
             refine_ratio,
+            adaptive_beam,
+            dispatch_ratio,
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
             threads: threads_arg(threads)?,

@@ -164,6 +164,8 @@ def build_index(
     ids: Optional[Any] = None,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
+    code_dim: Optional[int] = None,
+    entry_clusters: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -212,7 +214,9 @@ def build_index(
         Build threads (default: all cores). The index is the same for any
         value.
     profile : str
-        Named composition of techniques: ``"diskann"`` (id-order pages),
+        Named composition of techniques: ``"laser"`` (AlayaLaser: each
+        record carries its neighbours' codes, none in RAM; ``l2`` or
+        ``"cosine"``), ``"diskann"`` (id-order pages),
         ``"starling"`` (records shuffled into blocks with their neighbours,
         searched block by block; Starling, SIGMOD 2024) or ``"gorgeous"``
         (adjacency lists cached in RAM before vectors, one disk block per
@@ -246,6 +250,13 @@ def build_index(
         navigation graph first (Gorgeous §4.1), most linked first,
         breadth-first from the medoid, or most expanded by sample queries.
 
+    code_dim : int, optional
+        ``laser`` profile: principal dimensions the neighbour codes in each
+        record cover, a multiple of 8 (AlayaLaser §3.2). Default: as many
+        as fit the page.
+    entry_clusters : int, optional
+        ``laser`` profile: k-means clusters whose nearest vectors are the
+        entry candidates (AlayaLaser §4.1). Default: √n within 16..1024.
     ids : array-like of int, optional
         One unique integer id a vector (int64, like faiss's
         ``add_with_ids``), kept in the index: :meth:`Index.search` returns
@@ -327,6 +338,8 @@ def build_index(
         column=column,
         id_column=id_column,
         ids=ids,
+        code_dim=code_dim,
+        entry_clusters=entry_clusters,
     )
 
 
@@ -521,6 +534,8 @@ class Index:
         on_error: str = "raise",
         two_stage: Optional[bool] = None,
         refine_ratio: float = 0.5,
+        adaptive_beam: bool = True,
+        dispatch_ratio: float = 0.5,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -571,6 +586,14 @@ class Index:
             candidates. Default: on for ``gorgeous`` indexes.
         refine_ratio : float
             The two-stage search's refinement ratio σ, in (0, 1].
+        adaptive_beam : bool
+            ``laser`` indexes: rounds read 1, 2, 4, ... nodes up to
+            ``beam_width`` (AlayaLaser §4.2); False reads ``beam_width``
+            from the first round.
+        dispatch_ratio : float
+            ``laser`` indexes: the share of a round's reads that must arrive
+            before the next round is issued (AlayaLaser §4.3's early
+            dispatch), in (0, 1]; 1 waits for every read.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -616,6 +639,8 @@ class Index:
             on_error=on_error,
             two_stage=two_stage,
             refine_ratio=float(refine_ratio),
+            adaptive_beam=bool(adaptive_beam),
+            dispatch_ratio=float(dispatch_ratio),
         )
 
     def __repr__(self) -> str:

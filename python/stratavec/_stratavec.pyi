@@ -31,6 +31,8 @@ def build_index(
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     ids: Optional[np.ndarray] = None,
+    code_dim: Optional[int] = None,
+    entry_clusters: Optional[int] = None,
 ) -> Dict[str, Any]: ...
 
 class Index:

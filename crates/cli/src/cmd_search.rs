@@ -57,8 +57,18 @@ pub struct Args {
     /// Two-stage search refinement ratio σ in (0, 1].
     #[arg(long, default_value_t = 0.5)]
     refine_ratio: f32,
-    /// Start from the navigation graph when the index has one (Starling
-    /// §4.3); false starts from the medoid and gives its memory to the cache.
+    /// Laser indexes: rounds read 1, 2, 4, ... nodes up to W (AlayaLaser
+    /// §4.2); false reads W from the first round.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    adaptive_beam: bool,
+    /// Laser indexes: the share of a round's reads that must arrive before
+    /// the next round goes out (AlayaLaser §4.3, early dispatch); 1 waits
+    /// for all of them, as DiskANN's hop does.
+    #[arg(long, default_value_t = 0.5)]
+    dispatch_ratio: f32,
+    /// Start from the index's entry part when it has one (the navigation
+    /// graph, Starling §4.3; laser's cluster entries, AlayaLaser §4.1);
+    /// false starts from the medoid and gives its memory to the cache.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     nav_graph: bool,
     /// Search list size of the navigation graph's search (its best 4 nodes
@@ -254,6 +264,8 @@ impl Args {
             prune_ratio: self.prune_ratio,
             refine_ratio: self.refine_ratio,
             nav_complexity: self.nav_complexity,
+            adaptive_beam: self.adaptive_beam,
+            dispatch_ratio: self.dispatch_ratio,
             ..base
         };
         let p = match self.radius {
