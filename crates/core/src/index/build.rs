@@ -178,7 +178,11 @@ impl BuildParams {
             let fitted = BuildParams {
                 code_dim: other.code_dim.or(self.code_dim),
                 entry_clusters: other.entry_clusters.or(self.entry_clusters),
-                store: if store_fitted { self.store } else { other.store },
+                store: if store_fitted {
+                    self.store
+                } else {
+                    other.store
+                },
                 ..other.clone()
             };
             return self.builds_same_index(&fitted);
