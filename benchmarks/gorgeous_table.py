@@ -15,37 +15,23 @@ disk bytes. The budget table and plot give QPS at recall@10 0.95 per
 budget (Gorgeous Figure 12). Standard library, plus matplotlib for --plot.
 """
 import argparse
-import json
 import os
-import statistics
 
 import rounds
 
 TARGETS = (0.90, 0.95)
 
 
-def load(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
-def searches(rows):
-    raw = [r for r in rows if r.get("kind") == "search"]
-    systems = list(dict.fromkeys(r["system"] for r in raw))
-    return {s: [r for r in raw if r["system"] == s] for s in systems}
 
 
-def ratio_cell(a, b, t):
-    rs = rounds.ratios_by_round(a, b, t)
-    if not rs:
-        return "—"
-    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
 
 
 def variant_table(path):
-    rows = load(path)
+    rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
-    per = searches(rows)
+    per = rounds.searches(rows)
     out = [f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), budget "
            f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('threads')} threads, "
            f"{run.get('rounds')} rounds; raw rows `{os.path.relpath(path)}`; command: "
@@ -69,8 +55,8 @@ def variant_table(path):
                 continue
             cells += [f"{p['qps']:,.0f} (L={p['L']})", f"{p['reads_per_query']:.1f}",
                       f"{p['p99_us'] / 1e3:.1f}",
-                      ratio_cell(rs, star, t) if star and rs is not star else "—",
-                      ratio_cell(rs, disk, t) if disk and rs is not disk else "—"]
+                      rounds.ratio_cell(rs, star, t) if star and rs is not star else "—",
+                      rounds.ratio_cell(rs, disk, t) if disk and rs is not disk else "—"]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -82,9 +68,9 @@ def budget_rows(results):
         if not (name.startswith("gorgeous-budget-") and name.endswith(".jsonl")):
             continue
         frac = float(name[len("gorgeous-budget-"):-len(".jsonl")])
-        rows = load(os.path.join(results, name))
+        rows = rounds.load(os.path.join(results, name))
         run = next((r for r in rows if r.get("kind") == "run"), {})
-        for s, rs in searches(rows).items():
+        for s, rs in rounds.searches(rows).items():
             p = rounds.at_recall(rounds.collapse(rs), 0.95)
             found.append((frac, run.get("memory_budget_bytes", 0) / 1e6, s.replace("stratavec-", ""),
                           p["qps"] if p else None, p["reads_per_query"] if p else None,

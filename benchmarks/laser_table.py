@@ -12,9 +12,7 @@ and QPS against diskann computed within each round (median and range).
 Standard library only.
 """
 import argparse
-import json
 import os
-import statistics
 
 import rounds
 
@@ -22,24 +20,10 @@ TARGETS = (0.90, 0.95, 0.99)
 BEGIN, END = "<!-- BEGIN laser-tables", "<!-- END laser-tables -->"
 
 
-def load(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
-def searches(rows):
-    raw = [r for r in rows if r.get("kind") == "search"]
-    systems = list(dict.fromkeys(r["system"] for r in raw))
-    return {s: [r for r in raw if r["system"] == s] for s in systems}
 
 
-def ratio_cell(a, b, t):
-    rs = rounds.ratios_by_round(a, b, t)
-    if not rs:
-        return "—"
-    if len(rs) == 1:
-        return f"{rs[0]:.2f}×"
-    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
 
 
 def number(x, fmt):
@@ -48,9 +32,9 @@ def number(x, fmt):
 
 
 def table(path):
-    rows = load(path)
+    rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
-    per = searches(rows)
+    per = rounds.searches(rows)
     out = [f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), budget "
            f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB (20% of the raw vectors), "
            f"{run.get('threads')} threads, {run.get('rounds')} rounds; raw rows "
@@ -76,7 +60,7 @@ def table(path):
                       number(p.get("reads_per_query"), lambda v: f"{v:.1f}"),
                       number(p.get("cpu_us_per_query"), lambda v: f"{v:,.0f}"),
                       number(p.get("p99_us"), lambda v: f"{v / 1e3:.1f}"),
-                      ratio_cell(rs, disk, t) if disk and rs is not disk else "—"]
+                      rounds.ratio_cell(rs, disk, t) if disk and rs is not disk else "—"]
         out.append("| " + " | ".join(cells) + " |")
     return out
 

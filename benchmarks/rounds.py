@@ -112,3 +112,31 @@ def ratios_by_round(a_rows: list[dict], b_rows: list[dict], target: float) -> li
     """QPS of a over QPS of b at `target`, one ratio per round both reach it in."""
     pa, pb = at_recall_by_round(a_rows, target), at_recall_by_round(b_rows, target)
     return [float(pa[r]["qps"]) / float(pb[r]["qps"]) for r in pa if r in pb]
+
+
+def load(path: str) -> list[dict]:
+    """Every row of a `stratavec bench` JSON-lines file."""
+    import json
+
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def searches(rows: list[dict]) -> "OrderedDict[str, list[dict]]":
+    """The search rows of each system, in the order systems first appear."""
+    out: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for r in rows:
+        if r.get("kind") == "search":
+            out.setdefault(r["system"], []).append(r)
+    return out
+
+
+def ratio_cell(a_rows: list[dict], b_rows: list[dict], target: float) -> str:
+    """`1.23× (1.10–1.30)`: QPS of a over b at `target`, median and range
+    over rounds (`ratios_by_round`); `—` when no round has both."""
+    rs = ratios_by_round(a_rows, b_rows, target)
+    if not rs:
+        return "—"
+    if len(rs) == 1:
+        return f"{rs[0]:.2f}×"
+    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"

@@ -272,18 +272,7 @@ fn pick_vector_column(
     name: Option<&str>,
 ) -> Result<usize, DataError> {
     if let Some(name) = name {
-        let (i, field) = schema
-            .column_with_name(name)
-            .ok_or_else(|| DataError::Column {
-                path: path.to_path_buf(),
-                column: name.into(),
-                row: None,
-                expected: "a column of the table".into(),
-                found: format!(
-                    "no such column (the table has {})",
-                    describe_columns(schema)
-                ),
-            })?;
+        let (i, field) = find_column(path, schema, name)?;
         if vector_element(field.data_type()).is_none() {
             return Err(DataError::Column {
                 path: path.to_path_buf(),
@@ -323,8 +312,13 @@ fn pick_vector_column(
     }
 }
 
-fn pick_id_column(path: &Path, schema: &Schema, name: &str) -> Result<usize, DataError> {
-    let (i, field) = schema
+/// The column called `name`; the error lists the table's columns.
+fn find_column<'a>(
+    path: &Path,
+    schema: &'a Schema,
+    name: &str,
+) -> Result<(usize, &'a arrow_schema::Field), DataError> {
+    schema
         .column_with_name(name)
         .ok_or_else(|| DataError::Column {
             path: path.to_path_buf(),
@@ -335,7 +329,11 @@ fn pick_id_column(path: &Path, schema: &Schema, name: &str) -> Result<usize, Dat
                 "no such column (the table has {})",
                 describe_columns(schema)
             ),
-        })?;
+        })
+}
+
+fn pick_id_column(path: &Path, schema: &Schema, name: &str) -> Result<usize, DataError> {
+    let (i, field) = find_column(path, schema, name)?;
     if !field.data_type().is_integer() {
         return Err(DataError::Column {
             path: path.to_path_buf(),
