@@ -27,6 +27,11 @@ pub struct Measured {
     pub cache_hits_per_query: f64,
     pub exact_per_query: f64,
     pub estimated_per_query: f64,
+    /// CPU microseconds a query in exact distances and in preparing and
+    /// estimating (strategies that time them: laser; 0 otherwise), for
+    /// AlayaLaser §2's split of a query's time.
+    pub exact_us_per_query: f64,
+    pub estimate_us_per_query: f64,
     pub io_wait_s: f64,
     pub failed: usize,
     pub io_backend: String,
@@ -101,6 +106,8 @@ pub fn measure(res: &BatchResult, gt: Option<&GroundTruth>, k: usize) -> anyhow:
         cache_hits_per_query: t.cache_hits as f64 / n,
         exact_per_query: t.exact as f64 / n,
         estimated_per_query: t.estimated as f64 / n,
+        exact_us_per_query: t.exact_ns as f64 / 1e3 / n,
+        estimate_us_per_query: t.estimate_ns as f64 / 1e3 / n,
         io_wait_s: res.io_wait_s,
         failed: res.failed(),
         io_backend: res.io_backend.clone(),
@@ -130,6 +137,8 @@ mod tests {
             cache_hits_per_query: 0.0,
             exact_per_query: 0.0,
             estimated_per_query: 0.0,
+            exact_us_per_query: 0.0,
+            estimate_us_per_query: 0.0,
             io_wait_s: 0.0,
             failed: 0,
             io_backend: String::new(),
