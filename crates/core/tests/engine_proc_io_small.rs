@@ -36,8 +36,13 @@ fn one_query_batch_kernel_bytes_match_stats() {
     };
     let counted = res.total().bytes;
     let diff = kernel.abs_diff(counted) as f64 / counted as f64;
+    // The kernel also counts the process's own page faults that go to the
+    // disk (a test binary's code paged in on first use, seen as 3 stray
+    // 4 KB pages in a clean-clone CI run on a loaded machine): a few pages
+    // are not the search's reads; a whole query's worth would be.
+    let stray = kernel.abs_diff(counted) <= 4 * 4096;
     assert!(
-        diff <= 0.01,
+        diff <= 0.01 || stray,
         "backend {}: stats say {counted} bytes, /proc/self/io says {kernel} ({:.2}% apart)",
         res.io_backend,
         diff * 100.0

@@ -22,7 +22,13 @@ pub fn build_or_reuse(
     let report_path = dir.join(stratavec::index::build::BUILD_REPORT);
     if !rebuild {
         if let Ok(m) = Manifest::read(dir) {
-            if m.build.builds_same_index(params) {
+            // What the request leaves unset is compared as today's fit
+            // chooses it for this data, not as the old index has it.
+            let dtype = stratavec::data::open(base)?.dtype();
+            let (mut fitted, _) = stratavec::index::fit::fit(params, m.n, m.dim, dtype)?;
+            // The planner's PQ bytes are chosen after the graph: any.
+            fitted.unset.pq_bytes = params.unset.pq_bytes;
+            if m.build.builds_same_index(&fitted) {
                 if let Ok(text) = std::fs::read_to_string(&report_path) {
                     let mut v: Value = serde_json::from_str(&text)?;
                     v["reused"] = true.into();

@@ -167,26 +167,6 @@ impl BuildParams {
     pub fn builds_same_index(&self, other: &BuildParams) -> bool {
         // Parameters `other` leaves to the build: whatever it chose (the
         // planner's PQ bytes for this budget, the page size that fits).
-        // Laser parameters `other` leaves to the build (the code dimension,
-        // the storage type, the clusters): whatever it chose.
-        let laser = other.layout_kind() == LayoutKind::Laser;
-        let store_fitted = laser && other.store.is_none() && self.store.is_some();
-        if (other.code_dim.is_none() && self.code_dim.is_some())
-            || (other.entry_clusters.is_none() && self.entry_clusters.is_some())
-            || store_fitted
-        {
-            let fitted = BuildParams {
-                code_dim: other.code_dim.or(self.code_dim),
-                entry_clusters: other.entry_clusters.or(self.entry_clusters),
-                store: if store_fitted {
-                    self.store
-                } else {
-                    other.store
-                },
-                ..other.clone()
-            };
-            return self.builds_same_index(&fitted);
-        }
         let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
         if planned_pq || other.unset.page_size {
             let fitted = BuildParams {
@@ -1123,32 +1103,26 @@ mod tests {
     /// reads as Some(0)) is still the index today's defaults build; a
     /// starling one is not, and no other difference is ignored.
     #[test]
-    fn a_laser_index_is_the_one_its_fitted_defaults_build() {
-        // What the manifest holds after fitting (code dimension, f16
-        // storage) is what a request that leaves them unset builds.
-        let asked = BuildParams::for_profile("laser");
-        let built = BuildParams {
-            code_dim: Some(280),
-            store: Some(DType::F16),
-            ..asked.clone()
+    fn a_laser_index_is_the_one_its_fitted_request_builds() {
+        // A request is compared after fitting it to the data (the bench
+        // does): what it leaves unset is what today's fit would choose,
+        // not whatever an older index holds.
+        let asked = BuildParams {
+            unset: Unset::all(),
+            ..BuildParams::for_profile("laser")
         };
-        assert!(built.builds_same_index(&asked));
-        let other = BuildParams {
-            code_dim: Some(128),
-            ..asked.clone()
+        let (fitted, _) = super::super::fit::fit(&asked, 20_000, 768, DType::F32).unwrap();
+        assert_eq!(
+            (fitted.code_dim, fitted.store, fitted.page_size),
+            (Some(696), Some(DType::F16), 8192)
+        );
+        assert!(fitted.builds_same_index(&fitted.clone()));
+        let older = BuildParams {
+            code_dim: Some(184),
+            page_size: 4096,
+            ..fitted.clone()
         };
-        assert!(!built.builds_same_index(&other));
-        let f32_asked = BuildParams {
-            store: Some(DType::F32),
-            ..asked.clone()
-        };
-        assert!(!built.builds_same_index(&f32_asked));
-        // Elsewhere an unset storage type is the data's own.
-        let diskann_f16 = BuildParams {
-            store: Some(DType::F16),
-            ..BuildParams::default()
-        };
-        assert!(!diskann_f16.builds_same_index(&BuildParams::default()));
+        assert!(!older.builds_same_index(&fitted));
     }
 
     #[test]
