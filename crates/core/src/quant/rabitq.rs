@@ -129,6 +129,16 @@ pub struct QueryLut {
     centred: Vec<f32>,
 }
 
+/// ‖q − o‖² from the estimated ⟨ō, q′⟩ (`ip_bar`): `norm² + ‖q − c‖² −
+/// 2·norm·‖q − c‖·ip_bar/dot`, `dot` already clamped. One function, so the
+/// estimate with a bound and the one without are the same number.
+#[inline]
+fn estimate_of(lut: &QueryLut, ip_bar: f32, norm: f32, dot: f32) -> f32 {
+    let nq = lut.norm;
+    let cross = 2.0 * norm * nq;
+    norm * norm + nq * nq - cross * ip_bar * (1.0 / dot)
+}
+
 impl RabitQ {
     /// Trains on `data` (row-major, `dim` wide: already-projected principal
     /// components): the centre is their mean, the rotation the Q factor of a
@@ -267,6 +277,14 @@ impl RabitQ {
         self.estimate_with(lut, sum, norm, dot, EPSILON0)
     }
 
+    /// The estimate of [`RabitQ::estimate`] without its bound: what a
+    /// search ranks by, per neighbour, on its hot path (no square root).
+    #[inline]
+    pub fn distance(&self, lut: &QueryLut, sum: u32, norm: f32, dot: f32) -> f32 {
+        let ip_bar = lut.ip_offset + lut.ip_step * sum as f32;
+        estimate_of(lut, ip_bar, norm, dot.clamp(f32::MIN_POSITIVE, 1.0))
+    }
+
     /// [`RabitQ::estimate`] with confidence parameter `eps0`:
     /// `ip = (ip_offset + ip_step·S) / dot`,
     /// `estimate = norm² + ‖q − c‖² − 2·norm·‖q − c‖·ip`,
@@ -323,9 +341,8 @@ impl RabitQ {
     ) -> (f32, f32) {
         let dot = dot.clamp(f32::MIN_POSITIVE, 1.0);
         let inv_dot = 1.0 / dot;
-        let nq = lut.norm;
-        let cross = 2.0 * norm * nq;
-        let est = norm * norm + nq * nq - cross * ip_bar * inv_dot;
+        let cross = 2.0 * norm * lut.norm;
+        let est = estimate_of(lut, ip_bar, norm, dot);
         let stat = (1.0 - dot * dot).max(0.0).sqrt() * eps0 * self.inv_sqrt_dm1;
         (est, cross * (stat + rounding) * inv_dot)
     }
