@@ -101,6 +101,11 @@ pub struct Args {
     /// Range search: the window doubles while results fill this share of it.
     #[arg(long, default_value_t = 0.5)]
     range_phi: f32,
+    /// I/O backend of the stratavec systems: auto, io_uring, pread,
+    /// buffered, ram. `ram` reads the index through memory (a fast second
+    /// tier; the device out of the way). Peers do their own I/O.
+    #[arg(long, default_value = "auto")]
+    io: stratavec_io::Backend,
     /// Rebuild indexes even when a matching one exists.
     #[arg(long)]
     rebuild: bool,
@@ -241,6 +246,7 @@ pub fn run(a: Args) -> Result<()> {
                 dispatch_ratio: variant.dispatch_ratio,
                 range: range.as_ref(),
                 min_pass_s: a.min_pass_seconds,
+                io: a.io,
             },
         )?)));
     }

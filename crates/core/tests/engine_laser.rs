@@ -49,13 +49,14 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
     for f in ["rabitq.bin", "order.bin", "entry.bin"] {
         assert!(m.files.contains_key(f), "{f}");
     }
-    // No codes in RAM: "codes" is the PCA basis (mean, 128 x 128
-    // components) and RaBitQ's rotation and centre, whatever n is.
+    // No codes in RAM: "codes" is the PCA basis and RaBitQ's rotation
+    // fused into one f16 matrix (128 x 128), its images of the two centres
+    // and the mean, whatever n is.
     let plain = open_with(&dir, None, true);
     assert_eq!(m.build.code_dim, Some(DIM));
     assert_eq!(
         plain.memory().get("codes"),
-        4 * (DIM + 2 * DIM * DIM + 2 * DIM)
+        2 * DIM * DIM + 4 * (DIM + 2 * DIM)
     );
     let full = open_with(&dir, Some(plain.memory().total() as u64 + 2_000_000), true);
     assert!(full.cached_nodes() > 0);

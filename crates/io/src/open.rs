@@ -10,7 +10,6 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
 
 use crate::{AlignedBuf, BlockReader, IoError, PreadReader, RamReader, ReadRequest, UringReader};
 
@@ -134,14 +133,12 @@ pub fn open_reader(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockRea
             slots,
             slot_bytes,
         )?),
-        Backend::Ram => {
-            let data = std::fs::read(path).map_err(|source| IoError::File {
-                op: "read into memory",
-                path: p.clone(),
-                cause: source,
-            })?;
-            Box::new(RamReader::new(Arc::from(data), p, slots, slot_bytes)?)
-        }
+        Backend::Ram => Box::new(RamReader::new(
+            crate::ram::shared_image(path)?,
+            p,
+            slots,
+            slot_bytes,
+        )?),
     })
 }
 

@@ -39,6 +39,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     // SAFETY: see `KERNELS`.
     dot_f16: |q, x| unsafe { crate::half::sum_avx2::<false>(q, x) },
     // SAFETY: see `KERNELS`.
+    matvec_f16: |m, x, o| unsafe { crate::matvec::matvec_f16_avx2(m, x, o) },
+    // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx2(p, t, m, o) },
 };
 

@@ -40,6 +40,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     // SAFETY: see `KERNELS`.
     dot_f16: |q, x| unsafe { crate::half::sum_avx512::<false>(q, x) },
     // SAFETY: see `KERNELS`.
+    matvec_f16: |m, x, o| unsafe { crate::matvec::matvec_f16_avx512(m, x, o) },
+    // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx512(p, t, m, o) },
 };
 

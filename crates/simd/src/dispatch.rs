@@ -106,6 +106,8 @@ pub struct Kernels {
     /// f32 query against a stored f16 vector (2 bytes per element).
     pub l2_sq_f16: fn(&[f32], &[u8]) -> f32,
     pub dot_f16: fn(&[f32], &[u8]) -> f32,
+    /// `out = M·x` for an f16 matrix of `out.len()` rows of `x.len()`.
+    pub matvec_f16: fn(&[u8], &[f32], &mut [f32]),
     /// 4-bit fast-scan lookups of a packed group of 32 vectors.
     pub fastscan_group: crate::fastscan::FastScanFn,
 }

@@ -15,6 +15,7 @@
 //!
 //! [`fastscan`] looks up 4-bit codes of 32 vectors at once from u8 tables
 //! held in registers (neighbour codes in a node's record); its sums are exact.
+//! [`matvec`] maps a query through an f16 matrix, several rows at a time.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -25,6 +26,7 @@ mod dispatch;
 pub mod fastscan;
 pub mod half;
 mod lut16;
+pub mod matvec;
 pub mod scalar;
 mod transposed;
 
@@ -76,6 +78,14 @@ pub fn l2_sq_f16(q: &[f32], x: &[u8]) -> f32 {
 #[inline]
 pub fn dot_f16(q: &[f32], x: &[u8]) -> f32 {
     (dispatch::active().dot_f16)(q, x)
+}
+
+/// `out = M·x`: `M` holds `out.len()` rows of `x.len()` f16 values
+/// (little-endian bytes, row-major). Panics unless
+/// `m.len() == 2 * x.len() * out.len()`.
+#[inline]
+pub fn matvec_f16(m: &[u8], x: &[f32], out: &mut [f32]) {
+    (dispatch::active().matvec_f16)(m, x, out)
 }
 
 /// Asymmetric PQ distance of one code: `sum_m table[m*256 + code[m]]`.

@@ -18,6 +18,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     pq_adc_rows_u16: crate::lut16::rows_scalar,
     l2_sq_f16: crate::half::sum_scalar::<true>,
     dot_f16: crate::half::sum_scalar::<false>,
+    matvec_f16: crate::matvec::matvec_f16_scalar,
     fastscan_group: crate::fastscan::scan_group_scalar,
 };
 

@@ -112,6 +112,34 @@ proptest! {
         }
     }
 
+    /// The f16 matrix–vector product: every level's row equals the f64
+    /// dot product of `x` with the decoded row (row counts around the
+    /// kernels' 4-row blocks, widths around their 16/32-lane steps).
+    #[test]
+    fn matvec_f16_matches_reference(
+        (x, m, rows) in (0usize..100, 0usize..11).prop_flat_map(|(n, rows)| (
+            prop::collection::vec(-10.0f32..10.0, n),
+            prop::collection::vec(-10.0f32..10.0, n * rows),
+            Just(rows),
+        ))
+    ) {
+        let mut stored = vec![0u8; 2 * m.len()];
+        stratavec_simd::half::encode_f16(&m, &mut stored);
+        let decoded: Vec<f32> = stored
+            .chunks_exact(2)
+            .map(|h| stratavec_simd::half::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+            .collect();
+        for k in levels() {
+            let mut out = vec![f32::NAN; rows];
+            (k.matvec_f16)(&stored, &x, &mut out);
+            for (r, &got) in out.iter().enumerate() {
+                let row = &decoded[r * x.len()..(r + 1) * x.len()];
+                let (want, abs) = dot_ref(&x, row);
+                prop_assert!(close(got, want, abs), "{:?} row {r}: {got} vs {want}", k.level);
+            }
+        }
+    }
+
     #[test]
     fn byte_kernels_are_exact((a, b) in byte_pair()) {
         let (ia, ib): (Vec<i8>, Vec<i8>) =

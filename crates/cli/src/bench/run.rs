@@ -127,6 +127,8 @@ pub struct Sweep<'a> {
     pub range: Option<&'a super::range::RangeSpec>,
     /// A timed pass repeats the queries until it has run this long.
     pub min_pass_s: f64,
+    /// The I/O backend the index is read through.
+    pub io: stratavec_io::Backend,
 }
 
 /// One system opened and warmed, ready to be timed at any L.
@@ -146,6 +148,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         navigation_graph: s.navigation_graph,
         graph_cache: s.graph_cache,
         node_cache: s.node_cache,
+        io: s.io,
         ..Default::default()
     }
     .reserve_for(s.beam_width, s.in_flight);

@@ -16,6 +16,7 @@ use crate::memory::planner::{self, granted, Demand, Part};
 use crate::memory::{AdjacencyCache, MemoryReport, NodeCache};
 use crate::profile::Profile;
 use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
+use crate::quant::record_scorer::RecordScorer;
 use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
@@ -101,7 +102,7 @@ pub struct Index {
     layout: Box<dyn Layout>,
     quantizer: Box<dyn Quantizer>,
     /// Laser indexes: the per-index part of the codes their records carry.
-    record_codes: Option<RecordCodes>,
+    record_codes: Option<RecordScorer>,
     cache: NodeCache,
     pub(crate) adjacency: AdjacencyCache,
     /// Ids given with the data, mapped (`index::ids`); `None`: row numbers.
@@ -230,11 +231,11 @@ impl Index {
             false => Box::new(crate::quant::NoCodes),
         };
         let record_codes = match manifest.files.contains_key(RECORD_CODES_FILE) {
-            true => Some(RecordCodes::read(
+            true => Some(RecordScorer::new(&RecordCodes::read(
                 &check_file_size(&manifest, &dir, RECORD_CODES_FILE)?,
                 manifest.dim,
                 manifest.metric,
-            )?),
+            )?)),
             false => None,
         };
 

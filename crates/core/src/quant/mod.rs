@@ -10,6 +10,7 @@ pub mod pq;
 pub mod pq_file;
 pub mod rabitq;
 pub mod record_codes;
+pub mod record_scorer;
 
 pub use pq::{PqCodebook, PqQuantizer};
 

@@ -139,6 +139,71 @@ fn estimate_of(lut: &QueryLut, ip_bar: f32, norm: f32, dot: f32) -> f32 {
     norm * norm + nq * nq - cross * ip_bar * (1.0 / dot)
 }
 
+impl QueryLut {
+    /// Builds the tables from `rotated`, which holds `P(q − c)` (not yet
+    /// normalised): sets `norm` to its length and normalises it, builds the
+    /// 16-entry subset-sum table of every nibble position, quantizes all
+    /// tables to u8 with one shared step and per-table offsets, and keeps
+    /// the affine map from an integer sum back to `⟨ō, q'⟩`. Whoever
+    /// rotates the query (here [`RabitQ::prepare`]; the laser search's
+    /// fused projection, `record_scorer`) hands over to this.
+    pub fn build(&mut self) {
+        let d = self.rotated.len();
+        assert!(
+            d >= 4 && d.is_multiple_of(4),
+            "rabitq: the rotated query must be a positive multiple of 4 wide"
+        );
+        let m = d / 4;
+        let rnorm = stratavec_simd::norm_sq_f32(&self.rotated).sqrt();
+        self.norm = rnorm;
+        let inv = if rnorm > 0.0 { 1.0 / rnorm } else { 0.0 };
+        self.rotated.iter_mut().for_each(|v| *v *= inv);
+        self.sum_q = self.rotated.iter().sum();
+
+        // The largest table range sets the shared step.
+        let mut table = [0f32; 16];
+        let mut widest = 0f32;
+        for part in self.rotated.chunks_exact(4) {
+            let (lo, hi) = subset_sums(part, &mut table);
+            widest = widest.max(hi - lo);
+        }
+        let (step, inv_step) = if widest > 0.0 {
+            (widest / 255.0, 255.0 / widest)
+        } else {
+            (0.0, 0.0)
+        };
+        self.lut.resize(m * 16, 0);
+        let mut offsets = 0f32;
+        for (part, entries) in self
+            .rotated
+            .chunks_exact(4)
+            .zip(self.lut.chunks_exact_mut(16))
+        {
+            let (lo, _) = subset_sums(part, &mut table);
+            offsets += lo;
+            for (e, &t) in entries.iter_mut().zip(&table) {
+                // Round half up (the value is ≥ 0, so this is `round`),
+                // without a libm call per entry; the cast saturates at 255.
+                *e = ((t - lo) * inv_step + 0.5) as u8;
+            }
+        }
+        let sqrt_d = (d as f32).sqrt();
+        self.scale = step;
+        self.ip_offset = (2.0 * offsets - self.sum_q) / sqrt_d;
+        self.ip_step = 2.0 * step / sqrt_d;
+        self.ip_rounding = m as f32 * step / sqrt_d;
+    }
+
+    /// The estimate of `‖q − o‖²` (principal parts) from a code's integer
+    /// table sum and its factors, without a bound: what a search ranks by,
+    /// per neighbour, on its hot path.
+    #[inline]
+    pub fn distance(&self, sum: u32, norm: f32, dot: f32) -> f32 {
+        let ip_bar = self.ip_offset + self.ip_step * sum as f32;
+        estimate_of(self, ip_bar, norm, dot.clamp(f32::MIN_POSITIVE, 1.0))
+    }
+}
+
 impl RabitQ {
     /// Trains on `data` (row-major, `dim` wide: already-projected principal
     /// components): the centre is their mean, the rotation the Q factor of a
@@ -218,52 +283,15 @@ impl RabitQ {
         })
     }
 
-    /// Prepares query `q` into `out`: rotate and normalise `q − c`, build
-    /// the 16-entry subset-sum table of every nibble position, quantize all
-    /// tables to u8 with one shared step and per-table offsets, and keep the
-    /// affine map from an integer sum back to `⟨ō, q'⟩`. Allocates nothing
-    /// when `out` was prepared for the same `dim` before.
+    /// Prepares query `q` into `out`: rotate `q − c`, then build its tables
+    /// ([`QueryLut::build`]). Allocates nothing when `out` was prepared for
+    /// the same `dim` before.
     pub fn prepare(&self, q: &[f32], out: &mut QueryLut) {
-        let d = self.dim;
-        let m = d / 4;
-        out.rotated.resize(d, 0.0);
+        out.rotated.resize(self.dim, 0.0);
         let norm_sq = self.rotate(q, &mut out.centred, &mut out.rotated);
+        out.build();
+        // ‖q − c‖ itself rather than ‖P(q − c)‖: equal up to rounding.
         out.norm = norm_sq.sqrt();
-        let rnorm = stratavec_simd::norm_sq_f32(&out.rotated).sqrt();
-        let inv = if rnorm > 0.0 { 1.0 / rnorm } else { 0.0 };
-        out.rotated.iter_mut().for_each(|v| *v *= inv);
-        out.sum_q = out.rotated.iter().sum();
-
-        // The largest table range sets the shared step.
-        let mut table = [0f32; 16];
-        let mut widest = 0f32;
-        for part in out.rotated.chunks_exact(4) {
-            let (lo, hi) = subset_sums(part, &mut table);
-            widest = widest.max(hi - lo);
-        }
-        let (step, inv_step) = if widest > 0.0 {
-            (widest / 255.0, 255.0 / widest)
-        } else {
-            (0.0, 0.0)
-        };
-        out.lut.resize(m * 16, 0);
-        let mut offsets = 0f32;
-        for (part, entries) in out
-            .rotated
-            .chunks_exact(4)
-            .zip(out.lut.chunks_exact_mut(16))
-        {
-            let (lo, _) = subset_sums(part, &mut table);
-            offsets += lo;
-            for (e, &t) in entries.iter_mut().zip(&table) {
-                *e = ((t - lo) * inv_step).round().clamp(0.0, 255.0) as u8;
-            }
-        }
-        let sqrt_d = (d as f32).sqrt();
-        out.scale = step;
-        out.ip_offset = (2.0 * offsets - out.sum_q) / sqrt_d;
-        out.ip_step = 2.0 * step / sqrt_d;
-        out.ip_rounding = m as f32 * step / sqrt_d;
     }
 
     /// Estimated `‖q − o‖²` of the principal parts and its error bound at
@@ -281,8 +309,7 @@ impl RabitQ {
     /// search ranks by, per neighbour, on its hot path (no square root).
     #[inline]
     pub fn distance(&self, lut: &QueryLut, sum: u32, norm: f32, dot: f32) -> f32 {
-        let ip_bar = lut.ip_offset + lut.ip_step * sum as f32;
-        estimate_of(lut, ip_bar, norm, dot.clamp(f32::MIN_POSITIVE, 1.0))
+        lut.distance(sum, norm, dot)
     }
 
     /// [`RabitQ::estimate`] with confidence parameter `eps0`:

@@ -1,10 +1,10 @@
 //! Estimates from the codes a laser record carries (AlayaLaser §3.2): the
 //! part of the quantizer that stays in RAM is small and per index — the PCA
 //! basis and the RaBitQ rotation and centre — and the per-vector codes are
-//! on disk, inside the records of the nodes that link to them. A query is
-//! prepared once (projected, rotated, its u8 tables built); expanding a node
-//! then scores all its neighbours from the record just read, 32 at a time
-//! (`stratavec_simd::fastscan`).
+//! on disk, inside the records of the nodes that link to them. This is the
+//! trained quantizer (fit, encode, file); an opened index scores with
+//! [`super::record_scorer::RecordScorer`], which folds the basis and the
+//! rotation into one matrix.
 //!
 //! The estimate of ‖q − o‖² is RaBitQ's estimate on the principal
 //! components plus the two residual norms ‖q_res‖² + ‖o_res‖²: the
@@ -20,13 +20,12 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use rayon::prelude::*;
-use stratavec_simd::fastscan;
 
 use super::pca::Pca;
-use super::rabitq::{QueryLut, RabitQ};
+use super::rabitq::RabitQ;
 use crate::data::Metric;
 use crate::error::{Error, FileContext, Result};
-use crate::layout::laser::{NeighbourCodes, FACTORS};
+use crate::layout::laser::FACTORS;
 
 /// The file's name in an index directory.
 pub const RECORD_CODES_FILE: &str = "rabitq.bin";
@@ -39,16 +38,6 @@ pub struct RecordCodes {
     pub pca: Pca,
     pub rabitq: RabitQ,
     metric: Metric,
-}
-
-/// One query's prepared state.
-#[derive(Default)]
-pub struct RecordTable {
-    projected: Vec<f32>,
-    lut: QueryLut,
-    /// ‖q_res‖²: the query's norm outside the principal subspace.
-    residual: f32,
-    sums: [u16; fastscan::GROUP],
 }
 
 impl RecordCodes {
@@ -99,49 +88,8 @@ impl RecordCodes {
         (codes, factors)
     }
 
-    /// Prepares `query` (as searched: normalised for cosine).
-    pub fn prepare(&self, query: &[f32], t: &mut RecordTable) {
-        t.projected.resize(self.code_dim(), 0.0);
-        self.pca.project(query, &mut t.projected);
-        t.residual = self.pca.residual_norm_sq(query, &t.projected);
-        self.rabitq.prepare(&t.projected, &mut t.lut);
-    }
-
-    /// Estimated distances (in the index's internal unit: squared L2, or
-    /// −cos for cosine) of a record's first `degree` neighbours, into
-    /// `out[..degree]`.
-    pub fn estimate(
-        &self,
-        t: &mut RecordTable,
-        codes: &NeighbourCodes<'_>,
-        degree: usize,
-        out: &mut Vec<f32>,
-    ) {
-        out.clear();
-        for g in 0..degree.div_ceil(fastscan::GROUP) {
-            fastscan::scan_group(codes.group(g), &t.lut.lut, codes.m, &mut t.sums);
-            let in_group = (degree - g * fastscan::GROUP).min(fastscan::GROUP);
-            for (j, &sum) in t.sums[..in_group].iter().enumerate() {
-                let i = g * fastscan::GROUP + j;
-                let (norm, dot, res) = (codes.factor(0, i), codes.factor(1, i), codes.factor(2, i));
-                let principal = self.rabitq.distance(&t.lut, sum as u32, norm, dot);
-                // Measured on wordnet-minilm 20k (128-d codes, R@10 at
-                // L = 50): 0.843 with the residual norms, 0.816 with the
-                // principal part alone or scaled by the variance it explains.
-                let l2 = principal + t.residual + res;
-                out.push(match self.metric {
-                    // ‖q − o‖² = 2 − 2 cos for unit vectors.
-                    Metric::Cosine => 0.5 * l2 - 1.0,
-                    _ => l2,
-                });
-            }
-        }
-    }
-
-    /// Bytes held in RAM: the basis, rotation and centre.
-    pub fn resident_bytes(&self) -> usize {
-        let (d, c) = (self.pca.dim, self.code_dim());
-        4 * (d + c * d + c + c * c + c)
+    pub fn metric(&self) -> Metric {
+        self.metric
     }
 
     pub fn write(&self, w: &mut impl Write) -> std::io::Result<()> {
@@ -192,6 +140,7 @@ mod tests {
     use super::*;
     use crate::data::DType;
     use crate::layout::{LaserLayout, Layout};
+    use crate::quant::record_scorer::{RecordScorer, RecordTable};
 
     /// Estimates read back from written laser records equal the estimates
     /// made straight from the codes (the scalar sum, no records), and rank
@@ -225,17 +174,18 @@ mod tests {
         layout
             .write(&mut file, 0, &lists, &vb, &codes, &factors)
             .unwrap();
+        let scorer = RecordScorer::new(&rc);
         let mut t = RecordTable::default();
         let mut out = vec![];
         let m_raw = code_dim / 4;
         let mut agree = 0;
         for q in queries.chunks_exact(dim) {
-            rc.prepare(q, &mut t);
+            scorer.prepare(q, &mut t);
             for id in [0u32, 17, 599] {
                 let s = layout.span_of(id);
                 let rec = layout.record_slice(id, &file[s.offset as usize..][..s.len as usize]);
                 let c = layout.neighbour_codes(rec).unwrap();
-                rc.estimate(&mut t, &c, 40, &mut out);
+                scorer.estimate(&mut t, &c, 40, &mut out);
                 assert_eq!(out.len(), 40);
                 for (i, &nb) in lists[id as usize].iter().enumerate() {
                     let code = &codes[nb as usize * m_raw..(nb as usize + 1) * m_raw];

@@ -12,7 +12,7 @@ pub struct SearchContext<'a> {
     pub quantizer: &'a dyn Quantizer,
     /// The per-index part of the codes laser records carry (AlayaLaser
     /// §3.2); `None` for indexes whose codes are all in RAM.
-    pub record_codes: Option<&'a crate::quant::record_codes::RecordCodes>,
+    pub record_codes: Option<&'a crate::quant::record_scorer::RecordScorer>,
     pub cache: &'a NodeCache,
     /// Adjacency lists held without their vectors (Gorgeous's graph cache).
     pub adjacency: &'a AdjacencyCache,

@@ -25,7 +25,7 @@ use super::context::SearchContext;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
 use super::{QueryState, QueryStats, Read};
-use crate::quant::record_codes::RecordTable;
+use crate::quant::record_scorer::RecordTable;
 use crate::util::candidates::CandidateList;
 use crate::util::visited::VisitedSet;
 
