@@ -6,14 +6,19 @@
 #      dispatch), and the peers, on wordnet-minilm (384-d);
 #   2. the same on wordnet-mpnet (768-d, real; scripts/wordnet-mpnet.sh
 #      full makes it once into ~/.cache/stratavec, ~30 minutes);
-#   3. the tables (benchmarks/laser_table.py) into BENCHMARKS.md.
+#   3. the tables (benchmarks/laser_table.py) into BENCHMARKS.md;
+#   4. wordnet-mpnet with the device out of the way: the stratavec indexes
+#      read through the `ram` backend (a fast second tier), same run with
+#      hnswlib;
+#   5. wordnet-mpnet latency: 1 thread x 1 query in flight, diskann and
+#      laser at W = 4 and W = 8 (p50/p99 per query).
 # Steps can be chosen: `benchmarks/laser.sh 1 3` runs steps 1 and 3. Index
 # builds are reused from .cache/bench. Run it with nothing else on the
 # machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3}
+steps=${*:-1 2 4 5 3}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 minilm=.cache/wordnet-minilm
@@ -27,7 +32,7 @@ peers=${LASER_PEERS:-hnswlib,diskannpy}
 
 # The laser ablations cross recall 0.95 between L = 40 and 120 (1-bit
 # codes rank neighbours less well than 32-byte PQ, so its lists are longer).
-sweep="$(seq -s, 16 4 80),90,100,120,150"
+sweep=${LASER_SWEEP:-"$(seq -s, 16 4 80),90,100,120,150"}
 if has 1; then
   [ -f "$minilm/base.fbin" ] || scripts/wordnet.sh full
   "$bin" bench --data "$minilm" --work "$work" --out "$res/laser-384.jsonl" --profiles "$systems" \
@@ -37,6 +42,22 @@ if has 2; then
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
   "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768.jsonl" --profiles "$systems" \
     --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2
+fi
+if has 4; then
+  [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
+  # No device probes: nothing is read from the device.
+  "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768-ram.jsonl" \
+    --profiles diskann,gorgeous,laser --peers "${LASER_RAM_PEERS:-hnswlib}" --io ram \
+    --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 --device-seconds 0 --sustained-seconds 0
+fi
+if has 5; then
+  [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
+  for w in 4 8; do
+    "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768-latency-w$w.jsonl" \
+      --profiles diskann,laser --threads 1 --in-flight 1 -W "$w" --memory-fraction 0.2 \
+      -L 16,20,24,28,32,40,50,60,80,100 --rounds 2 --min-pass-seconds 0 \
+      --device-seconds 0 --sustained-seconds 0
+  done
 fi
 if has 3; then
   py=benchmarks/.venvs/plot/bin/python
