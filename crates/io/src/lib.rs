@@ -32,7 +32,7 @@ pub use fault::FaultyReader;
 pub use mmap::map_readonly;
 pub use open::{open_reader, Backend, ReaderOptions};
 pub use pread::PreadReader;
-pub use ram::RamReader;
+pub use ram::{Image, RamReader};
 pub use uring::UringReader;
 
 /// One read: `len` bytes at byte `offset` of the file into buffer slot `slot`.

@@ -7,7 +7,11 @@
 //! 8 KB record into a slot buffer was the largest single item of the laser
 //! search's CPU through this backend, ~46 µs of ~120 a query at 768-d.)
 //! The image of a file is loaded once and shared by every reader of it
-//! that is alive ([`shared_image`]).
+//! that is alive ([`shared_image`]), into anonymous memory advised to use
+//! transparent huge pages: a search touches records scattered over the
+//! whole file, and with 4 KB pages nearly every first touch of a record
+//! also missed the TLB (measured on wordnet-mpnet through this backend at
+//! 1 thread: diskann 5,600 → 6,700 QPS, laser 8,400 → 9,000).
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
@@ -20,7 +24,7 @@ use crate::{BlockReader, Completion, IoCounters, IoError, ReadRequest};
 /// Reads "happen" at `submit`, so a pushed-but-unsubmitted read has not
 /// finished yet — as with a real device.
 pub struct RamReader {
-    data: Arc<[u8]>,
+    data: Arc<Image>,
     table: SlotTable,
     /// Where each slot's last read starts in `data`.
     starts: Vec<usize>,
@@ -29,17 +33,61 @@ pub struct RamReader {
     ready: VecDeque<u32>,
 }
 
+/// A file's bytes in memory.
+pub struct Image(ImageBytes);
+
+enum ImageBytes {
+    /// Anonymous memory (huge pages where the kernel grants them).
+    Map(memmap2::Mmap),
+    Vec(Vec<u8>),
+}
+
+impl std::ops::Deref for Image {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            ImageBytes::Map(m) => m,
+            ImageBytes::Vec(v) => v,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Image {
+    fn from(v: Vec<u8>) -> Image {
+        Image(ImageBytes::Vec(v))
+    }
+}
+
+impl Image {
+    /// Reads `path` into anonymous memory advised `MADV_HUGEPAGE` (the
+    /// advice is a hint: refused, the pages are 4 KB and nothing else
+    /// changes).
+    pub fn load(path: &Path) -> std::io::Result<Image> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len() as usize;
+        if len == 0 {
+            return Ok(Image::from(Vec::new()));
+        }
+        let mut map = memmap2::MmapMut::map_anon(len)?;
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        file.read_exact(&mut map[..])?;
+        Ok(Image(ImageBytes::Map(map.make_read_only()?)))
+    }
+}
+
 /// The file's identity: a replaced or rewritten file is loaded again.
 type Identity = (u64, u64, u64, i64, i64);
 
 /// Loaded images by path, held weakly (the readers own them).
-type Images = HashMap<PathBuf, (Identity, Weak<[u8]>)>;
+type Images = HashMap<PathBuf, (Identity, Weak<Image>)>;
 
 static IMAGES: Mutex<Option<Images>> = Mutex::new(None);
 
 /// The bytes of `path`, read once while any reader holds them: readers of
 /// the same unchanged file (one a search thread) share one image.
-pub fn shared_image(path: &Path) -> Result<Arc<[u8]>, IoError> {
+pub fn shared_image(path: &Path) -> Result<Arc<Image>, IoError> {
     let err = |op: &'static str| {
         let path = path.to_path_buf();
         move |cause| IoError::File { op, path, cause }
@@ -55,7 +103,7 @@ pub fn shared_image(path: &Path) -> Result<Arc<[u8]>, IoError> {
     {
         return Ok(data);
     }
-    let data: Arc<[u8]> = Arc::from(std::fs::read(path).map_err(err("read into memory"))?);
+    let data = Arc::new(Image::load(path).map_err(err("read into memory"))?);
     images.retain(|_, (_, weak)| weak.strong_count() > 0);
     images.insert(path.to_path_buf(), (id, Arc::downgrade(&data)));
     Ok(data)
@@ -64,7 +112,7 @@ pub fn shared_image(path: &Path) -> Result<Arc<[u8]>, IoError> {
 impl RamReader {
     /// `name_for_errors` is the path errors name (the file the bytes came from).
     pub fn new(
-        data: Arc<[u8]>,
+        data: Arc<Image>,
         name_for_errors: PathBuf,
         slots: usize,
         slot_bytes: usize,

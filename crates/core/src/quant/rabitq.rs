@@ -127,6 +127,8 @@ pub struct QueryLut {
     pub sum_q: f32,
     /// Scratch: `q − c`.
     centred: Vec<f32>,
+    /// Scratch: the float tables, each less its smallest entry.
+    tables: Vec<f32>,
 }
 
 /// ‖q − o‖² from the estimated ⟨ō, q′⟩ (`ip_bar`): `norm² + ‖q − c‖² −
@@ -160,12 +162,22 @@ impl QueryLut {
         self.rotated.iter_mut().for_each(|v| *v *= inv);
         self.sum_q = self.rotated.iter().sum();
 
-        // The largest table range sets the shared step.
-        let mut table = [0f32; 16];
+        // Every table once (15 additions each), keeping each one's
+        // smallest entry; the largest range sets the shared step.
+        self.tables.resize(m * 16, 0.0);
         let mut widest = 0f32;
-        for part in self.rotated.chunks_exact(4) {
-            let (lo, hi) = subset_sums(part, &mut table);
+        let mut offsets = 0f32;
+        for (part, table) in self
+            .rotated
+            .chunks_exact(4)
+            .zip(self.tables.chunks_exact_mut(16))
+        {
+            let table: &mut [f32; 16] = table.try_into().expect("16 entries");
+            let (lo, hi) = subset_sums(part, table);
             widest = widest.max(hi - lo);
+            offsets += lo;
+            // Entries relative to their table's smallest: ≥ 0.
+            table.iter_mut().for_each(|t| *t -= lo);
         }
         let (step, inv_step) = if widest > 0.0 {
             (widest / 255.0, 255.0 / widest)
@@ -173,19 +185,10 @@ impl QueryLut {
             (0.0, 0.0)
         };
         self.lut.resize(m * 16, 0);
-        let mut offsets = 0f32;
-        for (part, entries) in self
-            .rotated
-            .chunks_exact(4)
-            .zip(self.lut.chunks_exact_mut(16))
-        {
-            let (lo, _) = subset_sums(part, &mut table);
-            offsets += lo;
-            for (e, &t) in entries.iter_mut().zip(&table) {
-                // Round half up (the value is ≥ 0, so this is `round`),
-                // without a libm call per entry; the cast saturates at 255.
-                *e = ((t - lo) * inv_step + 0.5) as u8;
-            }
+        for (e, &t) in self.lut.iter_mut().zip(&self.tables) {
+            // Round half up (t ≥ 0, so this is `round`) without a libm
+            // call per entry; the cast saturates at 255.
+            *e = (t * inv_step + 0.5) as u8;
         }
         let sqrt_d = (d as f32).sqrt();
         self.scale = step;
