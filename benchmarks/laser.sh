@@ -10,8 +10,9 @@
 #   4. wordnet-mpnet with the device out of the way: the stratavec indexes
 #      read through the `ram` backend (a fast second tier), same run with
 #      hnswlib;
-#   5. wordnet-mpnet latency: 1 thread x 1 query in flight, diskann and
-#      laser at W = 4 and W = 8 (p50/p99 per query).
+#   5. wordnet-mpnet latency: 1 thread x 1 query in flight, diskann, laser
+#      and laser-wide (every round W wide) at W = 4 and W = 8 (p50/p99 a
+#      query; 3 rounds, as one query's latency moves with the machine).
 # Steps can be chosen: `benchmarks/laser.sh 1 3` runs steps 1 and 3. Index
 # builds are reused from .cache/bench. Run it with nothing else on the
 # machine.
@@ -54,8 +55,8 @@ if has 5; then
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
   for w in 4 8; do
     "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768-latency-w$w.jsonl" \
-      --profiles diskann,laser --threads 1 --in-flight 1 -W "$w" --memory-fraction 0.2 \
-      -L 16,20,24,28,32,40,50,60,80,100 --rounds 2 --min-pass-seconds 0 \
+      --profiles diskann,laser,laser-wide --threads 1 --in-flight 1 -W "$w" --memory-fraction 0.2 \
+      -L 16,20,24,28,32,40,50,60,80,100,150 --rounds 3 --min-pass-seconds 0 \
       --device-seconds 0 --sustained-seconds 0
   done
 fi

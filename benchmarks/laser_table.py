@@ -106,14 +106,22 @@ def targets(results, target=0.95):
     best = {}
     for w in (4, 8):
         lat = rows_of(f"laser-768-latency-w{w}.jsonl")
-        for s in ("stratavec-laser", "stratavec-diskann"):
+        for s in ("stratavec-laser", "stratavec-laser-wide", "stratavec-diskann"):
             p = lowest_p50(rounds.collapse(lat[s]), target) if s in lat else None
-            if p is not None and (s not in best or p["p50_us"] < best[s]["p50_us"]):
-                best[s] = p
-    p50 = None
-    if len(best) == 2:
-        p50 = float(best["stratavec-laser"]["p50_us"]) / float(best["stratavec-diskann"]["p50_us"])
-    row("laser p50 ≤ 0.7× diskann's at 1 thread x 1 query (each at its best W)", p50,
+            key = "diskann" if s.endswith("diskann") else "laser"
+            if p is not None:
+                if w == 4 and key == "diskann":
+                    best["diskann-default"] = p
+                if key not in best or p["p50_us"] < best[key]["p50_us"]:
+                    best[key] = p
+
+    def p50_ratio(b):
+        if "laser" in best and b in best:
+            return float(best["laser"]["p50_us"]) / float(best[b]["p50_us"])
+        return None
+    row("laser p50 ≤ 0.7× diskann's at 1 thread x 1 query (diskann at its default W = 4)",
+        p50_ratio("diskann-default"), lambda v: v <= 0.7, lambda v: f"{v:.2f}×")
+    row("the same, diskann at its best W (4 or 8)", p50_ratio("diskann"),
         lambda v: v <= 0.7, lambda v: f"{v:.2f}×")
     return out
 

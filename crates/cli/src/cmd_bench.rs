@@ -17,13 +17,15 @@ pub struct Args {
     /// JSON lines output (appended to by nothing else; overwritten).
     #[arg(long, default_value = "benchmarks/results/bench.jsonl")]
     out: PathBuf,
-    /// stratavec systems to run: the profiles `diskann`, `starling` and
-    /// `gorgeous`; the Starling ablations `starling-shuffle`,
+    /// stratavec systems to run: the profiles `diskann`, `starling`,
+    /// `gorgeous` and `laser`; the Starling ablations `starling-shuffle`,
     /// `starling-page`, `starling-nav`, `starling-pipeline` (each technique
     /// alone on top of diskann) and `starling-all` (the profile plus the
     /// navigation graph); the Gorgeous ablations `gorgeous-two-stage`,
     /// `gorgeous-graph-cache`, `gorgeous-replicated`, `gorgeous-separated`
-    /// and `gorgeous-8k` (`stratavec::bench` variants list what each is).
+    /// and `gorgeous-8k`; the laser ablations `laser-layout`, `laser-cache`,
+    /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam)
+    /// (`stratavec::bench` variants list what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.

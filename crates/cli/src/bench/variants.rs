@@ -210,6 +210,14 @@ pub const ALL: &[Variant] = &[
         ..LASER
     },
     LASER,
+    Variant {
+        name: "laser-wide",
+        about: "the laser profile with every round W wide (no adaptive beam, early dispatch \
+                kept): for one query alone on the device, where a wide first round costs no \
+                time",
+        adaptive_beam: false,
+        ..LASER
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Variant> {
@@ -305,6 +313,7 @@ mod tests {
             "laser-cache",
             "laser-entry",
             "laser-adaptive",
+            "laser-wide",
         ] {
             assert_eq!(name("laser"), name(ablation));
         }
