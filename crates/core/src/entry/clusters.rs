@@ -48,6 +48,13 @@ pub fn default_clusters(n: usize) -> usize {
     ((n as f64).sqrt().round() as usize).clamp(16, 1024).min(n)
 }
 
+/// f16 values (little-endian bytes) widened to f32.
+fn widen(halves: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    halves
+        .chunks_exact(2)
+        .map(|h| stratavec_simd::half::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+}
+
 impl ClusterEntries {
     /// k-means (`iters` Lloyd steps) over a seeded sample of `data`
     /// (already normalised for cosine); each centroid's entry is the
@@ -99,12 +106,7 @@ impl ClusterEntries {
         stratavec_simd::half::encode_f16(vectors, &mut table);
         let norms = table
             .chunks_exact(2 * dim)
-            .map(|row| {
-                row.chunks_exact(2)
-                    .map(|h| stratavec_simd::half::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
-                    .map(|v| v * v)
-                    .sum()
-            })
+            .map(|row| widen(row).map(|v| v * v).sum())
             .collect();
         ClusterEntries {
             dim,
@@ -118,9 +120,7 @@ impl ClusterEntries {
 
     /// Entry `i`'s vector as the scan holds it (f16 widened to f32).
     fn vector(&self, i: usize) -> impl Iterator<Item = f32> + '_ {
-        self.vectors[i * 2 * self.dim..(i + 1) * 2 * self.dim]
-            .chunks_exact(2)
-            .map(|h| stratavec_simd::half::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+        widen(&self.vectors[i * 2 * self.dim..(i + 1) * 2 * self.dim])
     }
 
     pub fn len(&self) -> usize {

@@ -308,13 +308,6 @@ impl RabitQ {
         self.estimate_with(lut, sum, norm, dot, EPSILON0)
     }
 
-    /// The estimate of [`RabitQ::estimate`] without its bound: what a
-    /// search ranks by, per neighbour, on its hot path (no square root).
-    #[inline]
-    pub fn distance(&self, lut: &QueryLut, sum: u32, norm: f32, dot: f32) -> f32 {
-        lut.distance(sum, norm, dot)
-    }
-
     /// [`RabitQ::estimate`] with confidence parameter `eps0`:
     /// `ip = (ip_offset + ip_step·S) / dot`,
     /// `estimate = norm² + ‖q − c‖² − 2·norm·‖q − c‖·ip`,
