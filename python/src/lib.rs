@@ -521,6 +521,7 @@ fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Boun
     d.set_item("cache_hits", col(&|s| s.cache_hits).into_pyarray(py))?;
     d.set_item("exact", col(&|s| s.exact).into_pyarray(py))?;
     d.set_item("estimated", col(&|s| s.estimated).into_pyarray(py))?;
+    d.set_item("wasted", col(&|s| s.wasted).into_pyarray(py))?;
     let lat: Vec<f64> = r.stats.iter().map(|s| s.latency_us).collect();
     d.set_item("latency_us", lat.into_pyarray(py))?;
     d.set_item("nq", nq)?;
@@ -704,7 +705,8 @@ impl Index {
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
-        refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5
+        refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5, pipelined = None,
+        width = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -726,16 +728,24 @@ impl Index {
         refine_ratio: f32,
         adaptive_beam: bool,
         dispatch_ratio: f32,
+        pipelined: Option<bool>,
+        width: Option<&str>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
         // engine, whose message names the number of vectors.
         let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
+        let width = width
+            .map(str::parse::<stratavec::search::WidthPolicy>)
+            .transpose()
+            .map_err(to_py)?;
         let switches = stratavec::search::Switches {
             page_search,
             pipeline,
             two_stage,
+            pipelined,
+            width,
         };
         let base =
             this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;
@@ -811,6 +821,8 @@ impl Index {
             page_search,
             pipeline,
             two_stage: None,
+            pipelined: None,
+            width: None,
         };
         let base =
             this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;

@@ -536,6 +536,8 @@ class Index:
         refine_ratio: float = 0.5,
         adaptive_beam: bool = True,
         dispatch_ratio: float = 0.5,
+        pipelined: Optional[bool] = None,
+        width: Optional[str] = None,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -563,7 +565,7 @@ class Index:
         return_stats : bool
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
-            ``estimated``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
+            ``estimated``, ``wasted``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
             ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``,
             and ``errors`` (query index -> message, for failed queries).
         page_search : bool, optional
@@ -594,6 +596,17 @@ class Index:
             ``laser`` indexes: the share of a round's reads that must arrive
             before the next round is issued (AlayaLaser §4.3's early
             dispatch), in (0, 1]; 1 waits for every read.
+        pipelined : bool, optional
+            PipeANN's pipelined search (OctopusANN §4.3.2): up to
+            ``beam_width`` reads outstanding, each node expanded as its read
+            arrives, no hop barrier. Best for one query at a time. Default:
+            on for ``pipeann`` indexes.
+        width : {"fixed", "schedule", "double", "adaptive"}, optional
+            How a query's reads grow to ``beam_width`` (OctopusANN §4.3.1):
+            all from the start; by the number of settled candidates; 1, 2,
+            4, ...; or while few arriving reads are wasted. Default: the
+            index profile's (``"fixed"``; ``"schedule"`` for ``octopus``,
+            ``"adaptive"`` for ``pipeann``).
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -641,6 +654,8 @@ class Index:
             refine_ratio=float(refine_ratio),
             adaptive_beam=bool(adaptive_beam),
             dispatch_ratio=float(dispatch_ratio),
+            pipelined=pipelined,
+            width=width,
         )
 
     def __repr__(self) -> str:

@@ -24,8 +24,12 @@ pub struct Args {
     /// navigation graph); the Gorgeous ablations `gorgeous-two-stage`,
     /// `gorgeous-graph-cache`, `gorgeous-replicated`, `gorgeous-separated`
     /// and `gorgeous-8k`; the laser ablations `laser-layout`, `laser-cache`,
-    /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam)
-    /// (`stratavec::bench` variants list what each is).
+    /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam);
+    /// the profiles `pipeann` and `octopus` and OctopusANN's ablations
+    /// `octopus-width` (dynamic width alone), `octopus-pipe` (the pipelined
+    /// search alone), `octopus-c2` (both) and `pipeann-blocks` (the
+    /// pipelined search over octopus's blocks) (`bench::variants` lists
+    /// what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.
@@ -246,6 +250,8 @@ pub fn run(a: Args) -> Result<()> {
                 navigation_graph: variant.nav || variant.entries,
                 adaptive_beam: variant.adaptive_beam,
                 dispatch_ratio: variant.dispatch_ratio,
+                pipelined: variant.pipelined,
+                width: variant.width,
                 range: range.as_ref(),
                 min_pass_s: a.min_pass_seconds,
                 io: a.io,

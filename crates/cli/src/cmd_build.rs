@@ -25,9 +25,12 @@ pub struct Args {
     /// pages, node cache, beam search), starling (records shuffled into
     /// blocks with their neighbours, block search), gorgeous (adjacency
     /// lists cached before vectors, replicated blocks, two-stage search;
-    /// give --memory-budget-mb to size its PQ codes) or laser (neighbour
+    /// give --memory-budget-mb to size its PQ codes), laser (neighbour
     /// codes in each record and none in RAM, in-degree node cache, cluster
-    /// entry points, adaptive beam with early dispatch; l2 or cosine).
+    /// entry points, adaptive beam with early dispatch; l2 or cosine),
+    /// pipeann (id-order pages, navigation graph, pipelined search with a
+    /// waste-driven width) or octopus (OctopusANN's C5: navigation graph,
+    /// shuffled blocks, block search, dynamic width).
     #[arg(long, default_value = "diskann", value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
     profile: String,
     /// l2, ip or cosine.

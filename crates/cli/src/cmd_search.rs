@@ -54,6 +54,17 @@ pub struct Args {
     /// gorgeous profile.
     #[arg(long)]
     two_stage: Option<bool>,
+    /// PipeANN's pipelined search (OctopusANN §4.3.2): up to W reads
+    /// outstanding, each node expanded as its read arrives, no hop
+    /// barrier. Default: on for indexes of the pipeann profile.
+    #[arg(long)]
+    pipelined: Option<bool>,
+    /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
+    /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow while
+    /// few reads are wasted). Default: the index profile's (fixed for
+    /// diskann, schedule for octopus, adaptive for pipeann).
+    #[arg(long)]
+    width: Option<stratavec::search::WidthPolicy>,
     /// Two-stage search refinement ratio σ in (0, 1].
     #[arg(long, default_value_t = 0.5)]
     refine_ratio: f32,
@@ -249,6 +260,8 @@ impl Args {
             page_search: self.page_search,
             pipeline: self.pipeline,
             two_stage: self.two_stage,
+            pipelined: self.pipelined,
+            width: self.width,
         }
     }
 

@@ -24,6 +24,9 @@ pub struct Measured {
     /// Reads per query as the kernel counted them (`/proc/self/io`).
     pub proc_reads_per_query: Option<f64>,
     pub hops_per_query: f64,
+    /// Reads whose node no longer ranked in the list when they arrived
+    /// (the pipelined search's lost speculation).
+    pub wasted_per_query: f64,
     pub cache_hits_per_query: f64,
     pub exact_per_query: f64,
     pub estimated_per_query: f64,
@@ -103,6 +106,7 @@ pub fn measure(res: &BatchResult, gt: Option<&GroundTruth>, k: usize) -> anyhow:
         bytes_per_query: t.bytes as f64 / n,
         proc_reads_per_query: res.proc_read_bytes.map(|b| b as f64 / span / n),
         hops_per_query: t.hops as f64 / n,
+        wasted_per_query: t.wasted as f64 / n,
         cache_hits_per_query: t.cache_hits as f64 / n,
         exact_per_query: t.exact as f64 / n,
         estimated_per_query: t.estimated as f64 / n,
@@ -134,6 +138,7 @@ mod tests {
             bytes_per_query: 0.0,
             proc_reads_per_query: None,
             hops_per_query: 0.0,
+            wasted_per_query: 0.0,
             cache_hits_per_query: 0.0,
             exact_per_query: 0.0,
             estimated_per_query: 0.0,

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::layout::shuffle::Shuffle;
 use crate::layout::LayoutKind;
 use crate::memory::planner::Part;
+use crate::search::WidthPolicy;
 
 /// One composition of parts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,6 +31,10 @@ pub struct Profile {
     pub pipeline: bool,
     /// Search defaults: the two-stage search (Gorgeous §4.2).
     pub two_stage: bool,
+    /// Search defaults: PipeANN's pipelined search (OctopusANN §4.3.2).
+    pub pipelined: bool,
+    /// Search defaults: how the reads outstanding grow (OctopusANN §4.3.1).
+    pub width: WidthPolicy,
     /// Build defaults: the navigation graph's share of the vectors
     /// (Starling §4.3, Gorgeous §4.1 ②); 0 starts at the medoid.
     pub nav_sample: f32,
@@ -46,6 +51,8 @@ pub const PROFILES: &[Profile] = &[
         page_search: false,
         pipeline: false,
         two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
         nav_sample: 0.0,
     },
     Profile {
@@ -57,6 +64,8 @@ pub const PROFILES: &[Profile] = &[
         page_search: true,
         pipeline: true,
         two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
         nav_sample: 0.0,
     },
     Profile {
@@ -68,6 +77,8 @@ pub const PROFILES: &[Profile] = &[
         page_search: false,
         pipeline: false,
         two_stage: true,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
         nav_sample: 0.005,
     },
     Profile {
@@ -82,7 +93,39 @@ pub const PROFILES: &[Profile] = &[
         page_search: false,
         pipeline: false,
         two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
         nav_sample: 0.0,
+    },
+    Profile {
+        name: "pipeann",
+        about: "PipeANN: id-order records, navigation graph entry, pipelined search with \
+                waste-driven width",
+        shuffle: Shuffle::None,
+        layout: None,
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: false,
+        pipeline: false,
+        two_stage: false,
+        pipelined: true,
+        width: WidthPolicy::Adaptive,
+        // PipeANN enters through an in-memory graph over a sample (its
+        // `mem_L` search); the planner keeps it only if it saves reads.
+        nav_sample: 0.01,
+    },
+    Profile {
+        name: "octopus",
+        about: "OctopusANN (C5): navigation graph, shuffled blocks with block search, \
+                dynamic width",
+        shuffle: Shuffle::Bnf,
+        layout: None,
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: true,
+        pipeline: true,
+        two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Schedule,
+        nav_sample: 0.01,
     },
 ];
 
@@ -109,7 +152,10 @@ mod tests {
             assert_eq!(get(p.name).unwrap(), p);
         }
         let e = get("gorgeus").unwrap_err().to_string();
-        assert!(e.contains("diskann, starling, gorgeous, laser"), "{e}");
+        assert!(
+            e.contains("diskann, starling, gorgeous, laser, pipeann, octopus"),
+            "{e}"
+        );
         assert!(e.contains("gorgeus"), "{e}");
     }
 }

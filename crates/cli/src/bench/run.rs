@@ -123,6 +123,9 @@ pub struct Sweep<'a> {
     pub node_cache: bool,
     pub adaptive_beam: bool,
     pub dispatch_ratio: f32,
+    /// PipeANN's pipelined search and the width policy (OctopusANN §4.3).
+    pub pipelined: bool,
+    pub width: stratavec::search::WidthPolicy,
     /// Range search rows too (AP against exact range ground truth).
     pub range: Option<&'a super::range::RangeSpec>,
     /// A timed pass repeats the queries until it has run this long.
@@ -158,6 +161,8 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
             page_search: Some(s.page_search),
             pipeline: Some(s.pipeline),
             two_stage: Some(s.two_stage),
+            pipelined: Some(s.pipelined),
+            width: Some(s.width),
         })
         .with_io(s.beam_width, s.in_flight);
     let beam_width = *s.beam_width.insert(io.beam_width);
@@ -275,6 +280,7 @@ impl Opened<'_> {
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
+            "pipelined": s.pipelined, "width": s.width.as_str(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });

@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use stratavec::layout::shuffle::Shuffle;
 use stratavec::layout::LayoutKind;
+use stratavec::search::WidthPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
@@ -42,6 +43,10 @@ pub struct Variant {
     /// round that must arrive before the next (§4.3; 1 = hop barrier).
     pub adaptive_beam: bool,
     pub dispatch_ratio: f32,
+    /// PipeANN's pipelined search (OctopusANN §4.3.2) and how a query's
+    /// reads grow to W (§4.3.1).
+    pub pipelined: bool,
+    pub width: WidthPolicy,
 }
 
 const BASE: Variant = Variant {
@@ -62,6 +67,8 @@ const BASE: Variant = Variant {
     entries: false,
     adaptive_beam: false,
     dispatch_ratio: 1.0,
+    pipelined: false,
+    width: WidthPolicy::Fixed,
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
@@ -93,6 +100,34 @@ const GORGEOUS: Variant = Variant {
     nav_share: 0.005,
     plan_pq: true,
     two_stage: true,
+    ..BASE
+};
+
+/// PipeANN as its profile builds it: id-order records, navigation graph
+/// entry, pipelined search with the waste-driven width (OctopusANN's C4).
+const PIPEANN: Variant = Variant {
+    name: "pipeann",
+    about: "the pipeann profile: navigation graph + pipelined search + adaptive width (C4)",
+    profile: "pipeann",
+    nav: true,
+    nav_share: 0.01,
+    pipelined: true,
+    width: WidthPolicy::Adaptive,
+    ..BASE
+};
+
+/// OctopusANN's C5 as its profile builds it: navigation graph, BNF blocks,
+/// block search (with Starling's I/O–compute overlap) and dynamic width.
+const OCTOPUS: Variant = Variant {
+    name: "octopus",
+    about: "the octopus profile (C5): navigation graph + shuffle + block search + dynamic width",
+    profile: "octopus",
+    shuffle: Shuffle::Bnf,
+    nav: true,
+    nav_share: 0.01,
+    page_search: true,
+    pipeline: true,
+    width: WidthPolicy::Schedule,
     ..BASE
 };
 
@@ -211,6 +246,37 @@ pub const ALL: &[Variant] = &[
     },
     LASER,
     Variant {
+        name: "octopus-width",
+        about: "diskann + dynamic width only (OctopusANN §4.3.1, the scheduled policy)",
+        width: WidthPolicy::Schedule,
+        ..BASE
+    },
+    Variant {
+        name: "octopus-pipe",
+        about: "diskann + PipeANN's pipelined search only (fixed width)",
+        pipelined: true,
+        ..BASE
+    },
+    Variant {
+        name: "octopus-c2",
+        about: "diskann + pipelined search + adaptive width (OctopusANN's C2)",
+        pipelined: true,
+        width: WidthPolicy::Adaptive,
+        ..BASE
+    },
+    PIPEANN,
+    Variant {
+        name: "pipeann-blocks",
+        about: "the pipelined search with block search over octopus's shuffled blocks \
+                and navigation graph, adaptive width",
+        page_search: true,
+        pipeline: false,
+        pipelined: true,
+        width: WidthPolicy::Adaptive,
+        ..OCTOPUS
+    },
+    OCTOPUS,
+    Variant {
         name: "laser-wide",
         about: "the laser profile with every round W wide (no adaptive beam, early dispatch \
                 kept): for one query alone on the device, where a wide first round costs no \
@@ -317,5 +383,10 @@ mod tests {
         ] {
             assert_eq!(name("laser"), name(ablation));
         }
+        for ablation in ["octopus-width", "octopus-pipe", "octopus-c2"] {
+            assert_eq!(name("diskann"), name(ablation));
+        }
+        assert_eq!(name("octopus"), name("pipeann-blocks"));
+        assert_ne!(name("pipeann"), name("starling-nav"));
     }
 }

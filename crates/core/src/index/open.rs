@@ -21,7 +21,9 @@ use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, READ_SLOTS};
-use crate::search::{Beam, Laser, RangeRule, SearchContext, SearchParams, Switches, TwoStage};
+use crate::search::{
+    Beam, Laser, Pipe, RangeRule, SearchContext, SearchParams, Switches, TwoStage,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -403,6 +405,8 @@ impl Index {
             page_search: switches.page_search.unwrap_or(profile.page_search),
             pipeline: switches.pipeline.unwrap_or(profile.pipeline),
             two_stage: switches.two_stage.unwrap_or(profile.two_stage),
+            pipelined: switches.pipelined.unwrap_or(profile.pipelined),
+            width: switches.width.unwrap_or(profile.width),
             ..profile
         }
         .with_io_defaults(self.records_per_block())
@@ -645,6 +649,7 @@ impl Index {
             Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
         };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
@@ -695,6 +700,7 @@ enum Chosen {
     Beam(Beam),
     TwoStage(TwoStage),
     Laser(Laser),
+    Pipe(Pipe),
 }
 
 /// The strategy `params` ask for.
@@ -716,9 +722,18 @@ fn strategy_for(params: &SearchParams, metric: Metric, record_codes: bool) -> Ch
             refine_ratio: params.refine_ratio,
         });
     }
+    if params.pipelined && params.radius.is_none() {
+        return Chosen::Pipe(Pipe {
+            complexity: params.complexity,
+            beam_width: params.beam_width,
+            width: params.width,
+            page_search: params.page_search.then_some(params.prune_ratio),
+        });
+    }
     Chosen::Beam(Beam {
         complexity: params.complexity,
         beam_width: params.beam_width,
+        width: params.width,
         pipeline: params.pipeline,
         page_search: params.page_search.then_some(params.prune_ratio),
         range: params.radius.map(|r| RangeRule {

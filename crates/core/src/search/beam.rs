@@ -17,6 +17,7 @@
 use super::context::SearchContext;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
+use super::width::{Width, WidthPolicy};
 use super::{QueryState, QueryStats, Read};
 use crate::quant::QueryTable;
 use crate::util::candidates::CandidateList;
@@ -30,6 +31,8 @@ pub struct BeamSearch {
     /// Exact distance and id of every expanded node.
     exact: Vec<(f32, u32)>,
     beam_width: usize,
+    /// Reads a hop under the width policy, at most `beam_width`.
+    width: Width,
     pending: usize,
     done: bool,
     stats: QueryStats,
@@ -93,6 +96,7 @@ impl BeamSearch {
             visited: VisitedSet::for_ids_below(ctx.n, visited_capacity(complexity)),
             exact: Vec::with_capacity(complexity * 2),
             beam_width: beam_width.max(1),
+            width: Width::new(WidthPolicy::Fixed, beam_width),
             pending: 0,
             done: false,
             stats: QueryStats::default(),
@@ -134,6 +138,7 @@ impl BeamSearch {
         self.exact.clear();
         self.exact_seen.clear();
         self.beam_width = beam_width.max(1);
+        self.width = Width::new(WidthPolicy::Fixed, beam_width);
         self.pending = 0;
         self.done = false;
         self.stats = QueryStats::default();
@@ -220,6 +225,14 @@ impl BeamSearch {
         self
     }
 
+    /// Reads a hop follow `policy` up to the beam width (OctopusANN
+    /// §4.3.1). Every node a hop reads was in the list when chosen, so each
+    /// arrival counts as useful for the waste-driven policy.
+    pub fn with_width(mut self, policy: WidthPolicy) -> Self {
+        self.width = Width::new(policy, self.beam_width);
+        self
+    }
+
     /// Turns on the I/O–computation pipeline (Starling §4.2, Algorithm 2).
     pub fn with_pipeline(mut self, on: bool) -> Self {
         self.pipeline = on;
@@ -238,7 +251,7 @@ impl BeamSearch {
     }
 
     /// Expands a node: exact distance, then its neighbours into the list.
-    fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
+    pub(super) fn expand(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         self.add_exact(ctx, id, record);
         self.add_neighbors(ctx, id, record);
     }
@@ -277,6 +290,27 @@ impl BeamSearch {
         }
         self.stats.estimated += self.fresh.len() as u64;
         self.fresh.clear();
+    }
+
+    /// The closest candidate within the window not yet expanded (or read),
+    /// marked expanded: the next node to read.
+    pub(super) fn next_candidate(&mut self) -> Option<crate::util::candidates::Candidate> {
+        self.list.pop_closest_unexpanded_within(self.window)
+    }
+
+    /// Whether a node whose estimate is `est` still ranks within the list.
+    pub(super) fn ranks(&self, est: f32) -> bool {
+        self.list.admits(est)
+    }
+
+    /// How many of the list's closest entries are settled (expanded or read).
+    pub(super) fn progress(&self) -> usize {
+        self.list.first_unexpanded()
+    }
+
+    /// Whether the query has stopped on a corrupt record.
+    pub(super) fn stopped(&self) -> bool {
+        self.corrupt.is_some()
     }
 
     /// Whether `id` may still enter the candidate list (and so be read).
@@ -429,7 +463,7 @@ impl QueryState for BeamSearch {
             // cached part; the cached expansions may add better candidates,
             // which the next hop will see.
             self.beam.clear();
-            while self.beam.len() < self.beam_width {
+            while self.beam.len() < self.width.current() {
                 match self.list.pop_closest_unexpanded_within(self.window) {
                     Some(c) => self.beam.push(c.id),
                     None => break,
@@ -485,6 +519,7 @@ impl QueryState for BeamSearch {
             self.hop.bufs[i].extend_from_slice(span);
         }
         self.pending -= 1;
+        self.width.on_arrival(true, self.list.first_unexpanded());
         if self.pending == 0 {
             self.finish_hop(ctx);
         }
@@ -514,6 +549,7 @@ impl QueryState for BeamSearch {
 pub struct Beam {
     pub complexity: usize,
     pub beam_width: usize,
+    pub width: WidthPolicy,
     pub pipeline: bool,
     /// Block search's pruning ratio σ, when on.
     pub page_search: Option<f32>,
@@ -536,7 +572,7 @@ impl Strategy for Beam {
             (None, Some(old)) => old.recycle(ctx, query, self.complexity, self.beam_width),
             (None, None) => BeamSearch::new(ctx, query, self.complexity, self.beam_width),
         };
-        let state = state.with_pipeline(self.pipeline);
+        let state = state.with_pipeline(self.pipeline).with_width(self.width);
         match self.page_search {
             Some(sigma) => state.with_page_search(sigma),
             None => state,

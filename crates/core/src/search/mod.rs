@@ -5,19 +5,23 @@ pub mod beam;
 pub mod block;
 pub mod context;
 pub mod laser;
+pub mod pipe;
 pub mod query;
 pub mod scheduler;
 pub mod stats;
 pub mod strategy;
 pub mod two_stage;
+pub mod width;
 
 pub use beam::{Beam, BeamSearch, RangeRule};
 pub use context::SearchContext;
 pub use laser::Laser;
+pub use pipe::{Pipe, PipeSearch};
 pub use scheduler::{run_worker, QueryOutcome};
 pub use stats::QueryStats;
 pub use strategy::Strategy;
 pub use two_stage::{TwoStage, TwoStageSearch};
+pub use width::{Width, WidthPolicy};
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +79,17 @@ pub struct SearchParams {
     /// Range search: the largest candidate window.
     #[serde(default = "default_range_max")]
     pub range_max_complexity: usize,
+    /// PipeANN's pipelined search (OctopusANN §4.3.2): up to W reads
+    /// outstanding, each expanded as it arrives, no hop barrier. k-NN only
+    /// (a range search runs the beam).
+    #[serde(default)]
+    pub pipelined: bool,
+    /// How the number of outstanding reads grows to W (OctopusANN §4.3.1):
+    /// fixed, schedule, double or adaptive ([`WidthPolicy`]). Beam search
+    /// reads this many a hop; the pipelined search keeps this many
+    /// outstanding.
+    #[serde(default)]
+    pub width: WidthPolicy,
     /// Laser search (AlayaLaser §4.2): rounds widen 1, 2, 4, ... up to the
     /// beam width; false reads W a round from the first.
     #[serde(default = "default_true")]
@@ -132,6 +147,8 @@ impl Default for SearchParams {
             range_max_complexity: default_range_max(),
             adaptive_beam: true,
             dispatch_ratio: default_dispatch_ratio(),
+            pipelined: false,
+            width: WidthPolicy::Fixed,
         }
     }
 }
@@ -196,6 +213,8 @@ impl SearchParams {
             page_search: profile.page_search,
             pipeline: profile.pipeline,
             two_stage: profile.two_stage,
+            pipelined: profile.pipelined,
+            width: profile.width,
             ..Default::default()
         }
     }
@@ -235,6 +254,8 @@ pub struct Switches {
     pub page_search: Option<bool>,
     pub pipeline: Option<bool>,
     pub two_stage: Option<bool>,
+    pub pipelined: Option<bool>,
+    pub width: Option<WidthPolicy>,
 }
 
 /// Reads a worker keeps in flight at most: its buffer slots, charged to

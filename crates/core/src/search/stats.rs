@@ -32,6 +32,11 @@ pub struct QueryStats {
     /// CPU time preparing the query and estimating neighbours, nanoseconds.
     #[serde(default)]
     pub estimate_ns: u64,
+    /// Reads whose node no longer ranked within the candidate list when
+    /// they arrived (the pipelined search's speculation that lost;
+    /// OctopusANN §4.3.1's "read but unexplored").
+    #[serde(default)]
+    pub wasted: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -47,5 +52,6 @@ impl std::ops::AddAssign for QueryStats {
         self.shared_reads += o.shared_reads;
         self.exact_ns += o.exact_ns;
         self.estimate_ns += o.estimate_ns;
+        self.wasted += o.wasted;
     }
 }

@@ -170,6 +170,24 @@ impl CandidateList {
         }
     }
 
+    /// Position of the first entry not yet expanded (the list's length when
+    /// none is): how far down the list the search has settled, PipeANN's
+    /// "marker" that tells the approach phase from the converge phase.
+    pub fn first_unexpanded(&self) -> usize {
+        let from = self.cursor.min(self.items.len());
+        self.items[from..]
+            .iter()
+            .position(|c| !c.expanded)
+            .map_or(self.items.len(), |i| from + i)
+    }
+
+    /// Whether an entry at distance `dist` would rank within the list (it is
+    /// not full, or `dist` is no worse than its last entry): a node read
+    /// for an entry that no longer does was a wasted read.
+    pub fn admits(&self, dist: f32) -> bool {
+        self.items.len() < self.capacity || self.items.last().is_none_or(|c| dist <= c.dist)
+    }
+
     /// Whether any entry is still unexpanded.
     pub fn has_unexpanded(&self) -> bool {
         self.items[self.cursor.min(self.items.len())..]

@@ -1,0 +1,32 @@
+"""The pipeann and octopus profiles from Python (issue #22): built with their
+defaults, searched pipelined and under every width policy; bad widths get a
+clear error."""
+
+import numpy as np
+import pytest
+
+import stratavec
+
+
+@pytest.mark.parametrize("profile", ["pipeann", "octopus"])
+def test_profile_searches_under_every_width(tmp_path, profile):
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((20, 32)).astype(np.float32) * 4
+    x = (centres[rng.integers(0, 20, 3000)] + rng.standard_normal((3000, 32))).astype(np.float32)
+    q = x[:50] + 0.1 * rng.standard_normal((50, 32)).astype(np.float32)
+    stratavec.build_index(x, tmp_path / "i", profile=profile, graph_degree=32, threads=2)
+    index = stratavec.Index.open(tmp_path / "i", memory_budget_mb=4)
+    assert index.profile == profile
+    d2 = ((q[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    truth = np.argsort(d2, axis=1)[:, :10]
+    for pipelined in (False, True):
+        for width in ("fixed", "schedule", "double", "adaptive"):
+            _, ids, stats = index.search(
+                q, k=10, complexity=100, beam_width=8, in_flight=1, threads=1,
+                pipelined=pipelined, width=width, return_stats=True,
+            )
+            hits = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, truth)])
+            assert hits >= 0.95, (pipelined, width, hits)
+            assert (stats["wasted"] <= stats["reads"]).all()
+    with pytest.raises(ValueError, match="width"):
+        index.search(q, k=10, width="wide")
