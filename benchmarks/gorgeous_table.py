@@ -100,20 +100,7 @@ def main():
             q = f"{qps:,.0f}" if qps else "never"
             rd = f"{reads:.1f}" if reads else "—"
             lines.append(f"| {frac * 100:g}% ({mb:.1f} MB) | {s} | {pq} | {q} | {rd} |")
-    text = "\n".join(lines) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text, end="")
-    if a.into:
-        begin, end = "<!-- BEGIN gorgeous-tables", "<!-- END gorgeous-tables -->"
-        with open(a.into) as f:
-            doc = f.read()
-        head, rest = doc.split(begin, 1)
-        marker_line, rest = rest.split("\n", 1)
-        _, tail = rest.split(end, 1)
-        with open(a.into, "w") as f:
-            f.write(head + begin + marker_line + "\n\n" + text + "\n" + end + tail)
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "gorgeous-tables")
     if a.plot and budget:
         import matplotlib
         matplotlib.use("Agg")

@@ -21,7 +21,6 @@ import statistics
 import rounds
 
 TARGETS = (0.90, 0.95, 0.99)
-BEGIN, END = "<!-- BEGIN laser-tables", "<!-- END laser-tables -->"
 
 
 def number(x, fmt):
@@ -180,20 +179,7 @@ def main():
                   "time, nothing queued behind it), 20% budget, SSD; raw rows " + "; ".join(notes), ""]
         lines += t + [""]
     lines += ["Issue #21's targets:", ""] + targets(a.results) + [""]
-    text = "\n".join(lines) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text, end="")
-    if a.into:
-        with open(a.into) as f:
-            doc = f.read()
-        head, rest = doc.split(BEGIN, 1)
-        marker_line, rest = rest.split("\n", 1)
-        _, tail = rest.split(END, 1)
-        with open(a.into, "w") as f:
-            f.write(head + BEGIN + marker_line + "\n\n" + text + "\n" + END + tail)
-
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "laser-tables")
 
 if __name__ == "__main__":
     main()

@@ -140,3 +140,26 @@ def ratio_cell(a_rows: list[dict], b_rows: list[dict], target: float) -> str:
     if len(rs) == 1:
         return f"{rs[0]:.2f}×"
     return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
+
+
+def publish(text: str, out: str | None, into: str | None, tag: str) -> None:
+    """Prints a section's tables, writes them to `out`, and puts them in
+    `into` (BENCHMARKS.md) between the lines `<!-- BEGIN {tag} ...` and
+    `<!-- END {tag} -->`, which are added at the end of the file when
+    missing."""
+    begin, end = f"<!-- BEGIN {tag}", f"<!-- END {tag} -->"
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    print(text, end="")
+    if not into:
+        return
+    with open(into) as f:
+        doc = f.read()
+    if begin not in doc:
+        doc += f"\n{begin} (written by a script in benchmarks/) -->\n{end}\n"
+    head, rest = doc.split(begin, 1)
+    marker_line, rest = rest.split("\n", 1)
+    _, tail = rest.split(end, 1)
+    with open(into, "w") as f:
+        f.write(head + begin + marker_line + "\n\n" + text + "\n" + end + tail)

@@ -97,9 +97,13 @@ class DiskannCpp(Peer):
         a = self.args
         plan = diskann_memory_plan(n, d, params["pq_bytes"], params["graph_degree"], a.memory_budget_mb)
         log(f"loading with {plan['cache_nodes']} cached nodes (sample-query warm-up)")
+        # Scratch contexts for at least 2 threads: loaded with 1, the
+        # sample-query warm-up (OpenMP over the default thread count) waits
+        # forever for a free context (seen: 5+ minutes in futex, no reads).
+        # Searches still run on --threads.
         self.index = dap.StaticDiskIndex(
             index_directory=index_dir,
-            num_threads=a.threads,
+            num_threads=max(a.threads, a.build_threads, 2),
             num_nodes_to_cache=plan["cache_nodes"],
             cache_mechanism=1,
             index_prefix=PREFIX,

@@ -54,6 +54,12 @@ pub struct Args {
     /// W = 2); their reads share 64 buffers a thread.
     #[arg(long)]
     in_flight: Option<usize>,
+    /// Latency mode: 1 thread x 1 query in flight for every system (the
+    /// peers make one single-query call at a time), so each row's p50 / p99
+    /// / p99.9 is one query's own latency, not its wait behind others.
+    /// Overrides --threads and --in-flight.
+    #[arg(long)]
+    latency: bool,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
     #[arg(long, default_value_t = 0.2)]
     memory_fraction: f64,
@@ -122,7 +128,17 @@ fn dataset_name(dir: &Path) -> String {
         .map_or("data".into(), |s| s.to_string_lossy().into_owned())
 }
 
-pub fn run(a: Args) -> Result<()> {
+pub fn run(mut a: Args) -> Result<()> {
+    // Builds use every core whatever the searches are timed with.
+    let build_threads = if a.latency {
+        crate::default_threads()
+    } else {
+        a.threads
+    };
+    if a.latency {
+        a.threads = 1;
+        a.in_flight = Some(1);
+    }
     let base = a.data.join("base.fbin");
     let bfile = stratavec::data::open(&base)?;
     let (n, dim) = (bfile.n(), bfile.dim());
@@ -224,7 +240,7 @@ pub fn run(a: Args) -> Result<()> {
             name = format!("{name}-{store}");
         }
         let dir = a.work.join(name);
-        let build = run::build_or_reuse(&base, &dir, &params, a.threads, a.rebuild)?;
+        let build = run::build_or_reuse(&base, &dir, &params, build_threads, a.rebuild)?;
         first_index.get_or_insert(dir.join("pages.bin"));
         let system = format!("stratavec-{}", variant.name);
         eprintln!("bench: opening {system} ({})", variant.about);
@@ -270,6 +286,7 @@ pub fn run(a: Args) -> Result<()> {
             data: &a.data,
             index_dir: &idx,
             threads: a.threads,
+            build_threads,
             k: a.k,
             sweep: &a.sweep,
             // MB = 10^6 bytes on both sides, so every system gets the same bytes.

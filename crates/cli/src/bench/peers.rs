@@ -17,6 +17,8 @@ pub struct PeerRun<'a> {
     pub data: &'a Path,
     pub index_dir: &'a Path,
     pub threads: usize,
+    /// Threads a peer builds its index with (all cores in latency mode).
+    pub build_threads: usize,
     pub k: usize,
     pub sweep: &'a [usize],
     pub memory_budget_mb: f64,
@@ -76,6 +78,7 @@ impl Peer {
             .arg("--index-dir")
             .arg(p.index_dir)
             .args(["--threads", &p.threads.to_string(), "-k", &p.k.to_string()])
+            .args(["--build-threads", &p.build_threads.to_string()])
             .args(["--sweep", &sweep.join(",")])
             // Six decimals: the budget to the byte (run_peer.py's MB is 10^6 B).
             .args(["--memory-budget-mb", &format!("{:.6}", p.memory_budget_mb)])

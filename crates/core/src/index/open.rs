@@ -20,7 +20,7 @@ use crate::quant::record_scorer::RecordScorer;
 use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::query::internal_distance;
-use crate::search::{in_flight_for, read_slots, READ_SLOTS};
+use crate::search::{in_flight_for, read_slots, PIPELINED_WIDTH, READ_SLOTS};
 use crate::search::{
     Beam, Laser, Pipe, RangeRule, SearchContext, SearchParams, Switches, TwoStage,
 };
@@ -63,10 +63,12 @@ pub struct OpenOptions {
 impl OpenOptions {
     /// Reserves I/O buffers for searches with this beam width and queries in
     /// flight, each `None` when left to the index's defaults: every default
-    /// (32 x 4, block search's 64 x 2, a given W without a given number of
-    /// queries) needs `READ_SLOTS` buffers per thread.
+    /// (32 x 4, block search's 64 x 2, the pipelined search's 16 x 8, a
+    /// given W without a given number of queries) needs `READ_SLOTS`
+    /// buffers per thread; a given number of queries without a given W is
+    /// reserved for the widest default W (the pipelined search's).
     pub fn reserve_for(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
-        let w = beam_width.unwrap_or(4);
+        let w = beam_width.unwrap_or(PIPELINED_WIDTH);
         OpenOptions {
             reserve_in_flight: in_flight.unwrap_or_else(|| in_flight_for(w)),
             reserve_beam_width: w,

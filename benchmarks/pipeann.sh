@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The PipeANN / OctopusANN section of BENCHMARKS.md (issue #22), measured in
+# one go, every step one `stratavec bench` run (systems interleaved by round):
+#   1. latency on wordnet-minilm (384-d), 1 thread x 1 query in flight
+#      (`bench --latency`; the peers make one single-query call at a time):
+#      diskann (W = 4 beam search), starling, pipeann, octopus, the
+#      pipelined search over octopus's blocks (pipeann-blocks), DiskANN C++
+#      (diskannpy) and hnswlib; 3 rounds;
+#   2. OctopusANN's ablation (Table 1 / Figures 15-16) at 2 threads,
+#      throughput mode, 20% budget: each technique alone on the PQ baseline
+#      (starling-nav = MemGraph, starling-shuffle = PageShuffle,
+#      starling-page = PageSearch, octopus-width = DynamicWidth,
+#      octopus-pipe = Pipeline) and C1-C5 (starling, octopus-c2,
+#      starling-all, pipeann, octopus), on wordnet-minilm;
+#   3. the same on its 96-d PCA (benchmarks/datasets/pca.py);
+#   4. the thread x in-flight grid between latency and throughput mode:
+#      diskann and pipeann at 1 and 2 threads x 1, 4, 16 queries in flight;
+#   5. the tables (benchmarks/pipeann_table.py) into BENCHMARKS.md.
+# Steps can be chosen: `benchmarks/pipeann.sh 1 5`. Index builds are reused
+# from .cache/bench. Run it with nothing else on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=${*:-1 2 3 4 5}
+cargo build --release -q -p stratavec-cli
+bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+data=.cache/wordnet-minilm
+pca=.cache/wordnet-minilm-pca96
+res=benchmarks/results
+work=.cache/bench
+mkdir -p "$res" "$work"
+has() { [[ " $steps " == *" $1 "* ]]; }
+[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
+# L steps by 5 where recall@10 crosses 0.90-0.95 (L 20-45 here), so the
+# first point reaching a target is close to where each system crosses it.
+sweep=${PIPEANN_SWEEP:-20,25,30,35,40,45,50,60,80,100,150}
+ablation=diskann,starling-nav,starling-shuffle,starling-page,octopus-width,octopus-pipe,starling,octopus-c2,starling-all,pipeann,octopus
+
+if has 1; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
+    --profiles diskann,starling,pipeann,octopus,pipeann-blocks --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
+    --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 2; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-ablation-384.jsonl" \
+    --profiles "$ablation" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 3; then
+  if [ ! -f "$pca/base.fbin" ]; then
+    py=.cache/venv-data/bin/python
+    [ -x "$py" ] || py=python3
+    "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
+  fi
+  "$bin" bench --data "$pca" --work "$work" --out "$res/pipeann-ablation-pca96.jsonl" \
+    --profiles "$ablation" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 4; then
+  for t in 1 2; do
+    for q in 1 4 16; do
+      "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-grid-t$t-q$q.jsonl" \
+        --profiles diskann,pipeann --threads "$t" --in-flight "$q" --memory-fraction 0.2 \
+        -L 40,60 --rounds 2 --min-pass-seconds 0 --device-seconds 0 --sustained-seconds 0
+    done
+  done
+fi
+if has 5; then
+  python3 benchmarks/pipeann_table.py --into BENCHMARKS.md
+fi

@@ -1,0 +1,191 @@
+"""The PipeANN / OctopusANN section of BENCHMARKS.md from `stratavec bench`
+rows (benchmarks/pipeann.sh writes them).
+
+    python benchmarks/pipeann_table.py --results benchmarks/results \
+        --out benchmarks/results/pipeann.md --into BENCHMARKS.md
+
+Reads pipeann-latency-384.jsonl (1 thread x 1 query in flight, every
+system in the same rounds): for each system and recall@10 target, the
+lowest p50 among the points reaching it (median over rounds of each L), its
+p99 / p99.9 and reads a query, and p50 against diskann's computed within
+each round (median and range). Then OctopusANN's ablation
+(pipeann-ablation-384.jsonl, pipeann-ablation-pca96.jsonl; 2 threads):
+QPS, reads, p50/p99 at each target, with QPS against diskann. Then the
+thread x in-flight grid (pipeann-grid-t*-q*.jsonl), and issue #22's
+targets with the figure measured. Standard library only.
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+
+import rounds
+from laser_table import caption, lowest_p50, number
+
+TARGETS = (0.90, 0.95, 0.99)
+
+
+def name(system):
+    return system.replace("stratavec-", "")
+
+
+def p50_by_round(rows, target):
+    """Per round, the lowest p50 among that round's points reaching `target`."""
+    return {rnd: p for rnd, rs in rounds.by_round(rows).items()
+            if (p := lowest_p50(rs, target)) is not None}
+
+
+def p50_ratios(a_rows, b_rows, target):
+    """p50 of a over p50 of b at `target`, one ratio per round both reach it in."""
+    pa, pb = p50_by_round(a_rows, target), p50_by_round(b_rows, target)
+    return [float(pa[r]["p50_us"]) / float(pb[r]["p50_us"]) for r in pa if r in pb]
+
+
+def spread_cell(values):
+    if not values:
+        return "—"
+    m = statistics.median(values)
+    if len(values) == 1:
+        return f"{m:.2f}×"
+    return f"{m:.2f}× ({min(values):.2f}–{max(values):.2f})"
+
+
+def fmt(key, f):
+    return lambda p: number(p.get(key), f)
+
+
+# Latency mode: the lowest p50 reaching each target, and p50 against diskann's.
+LATENCY = dict(
+    targets=TARGETS, pick=lowest_p50,
+    first=("p50 µs (L)", lambda p: f"{p['p50_us']:,.0f} (L={p['L']})"),
+    cols=[("p99 µs", fmt("p99_us", lambda v: f"{v:,.0f}")),
+          ("p99.9 µs", fmt("p999_us", lambda v: f"{v:,.0f}")),
+          ("reads", fmt("reads_per_query", lambda v: f"{v:.1f}"))],
+    ratio=("p50 vs diskann", lambda a, b, t: spread_cell(p50_ratios(a, b, t))))
+# Throughput mode: the highest QPS reaching each target, and QPS against diskann's.
+THROUGHPUT = dict(
+    targets=TARGETS[:2], pick=rounds.at_recall,
+    first=("QPS (L)", lambda p: f"{p['qps']:,.0f} (L={p['L']})"),
+    cols=[("reads", fmt("reads_per_query", lambda v: f"{v:.1f}")),
+          ("p50 µs", fmt("p50_us", lambda v: f"{v:,.0f}")),
+          ("p99 µs", fmt("p99_us", lambda v: f"{v:,.0f}"))],
+    ratio=("QPS vs diskann", rounds.ratio_cell))
+
+
+def table(path, targets, pick, first, cols, ratio):
+    """One row a system; for each target the point `pick` chooses among the
+    points reaching it (median over rounds of each L), its columns, and the
+    ratio to diskann computed within each round."""
+    rows = rounds.load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    per = rounds.searches(rows)
+    disk = per.get("stratavec-diskann", [])
+    names = [first[0]] + [c[0] for c in cols] + [ratio[0]]
+    out = [caption(run, path), "",
+           "| system |" + "".join(f" R@10 ≥ {t:.2f}: {names[0]} |" + "".join(f" {n} |" for n in names[1:])
+                                  for t in targets),
+           "|---|" + "---:|" * (len(names) * len(targets))]
+    for s, rs in per.items():
+        pts = rounds.collapse(rs)
+        cells = [name(s)]
+        for t in targets:
+            p = pick(pts, t)
+            if p is None:
+                cells += ["never"] + ["—"] * (len(names) - 1)
+                continue
+            cells += [first[1](p)] + [c[1](p) for c in cols]
+            cells.append(ratio[1](rs, disk, t) if disk and rs is not disk else "—")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def grid_table(results):
+    """QPS and p50 of diskann and pipeann at L = 40 and 60, per threads x in flight."""
+    found = []
+    for path in glob.glob(os.path.join(results, "pipeann-grid-t*-q*.jsonl")):
+        m = re.search(r"-t(\d+)-q(\d+)\.jsonl$", path)
+        if m:
+            found.append((int(m.group(1)), int(m.group(2)), path))
+    if not found:
+        return []
+    out = ["| threads x in flight | system | L | recall@10 | QPS | p50 µs | p99 µs | reads |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for t, q, path in sorted(found):
+        for s, rs in rounds.searches(rounds.load(path)).items():
+            for p in sorted(rounds.collapse(rs), key=lambda p: p["L"]):
+                out.append(f"| {t} x {q} | {name(s)} | {p['L']} | {float(p['recall_at_10']):.3f} | "
+                           f"{float(p['qps']):,.0f} | {float(p['p50_us']):,.0f} | "
+                           f"{float(p['p99_us']):,.0f} | {number(p.get('reads_per_query'), lambda v: f'{v:.1f}')} |")
+    return out
+
+
+def targets(results, target=0.95):
+    """Issue #22's targets on wordnet-minilm at recall@10 0.95."""
+    out = ["| target | measured | |", "|---|---|---|"]
+
+    def row(what, values, ok):
+        if not values:
+            out.append(f"| {what} | not measured | |")
+            return
+        verdict = "met" if ok(statistics.median(values)) else "not met"
+        out.append(f"| {what} | {spread_cell(values)} (median, range over rounds) | {verdict} |")
+
+    lat = os.path.join(results, "pipeann-latency-384.jsonl")
+    if os.path.exists(lat):
+        per = rounds.searches(rounds.load(lat))
+        disk = per.get("stratavec-diskann", [])
+        row("pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query)",
+            p50_ratios(per.get("stratavec-pipeann", []), disk, target), lambda v: v <= 0.75)
+        best = None
+        for s in ("stratavec-pipeann", "stratavec-pipeann-blocks"):
+            r = p50_ratios(per.get(s, []), disk, target)
+            if r and (best is None or statistics.median(r) < statistics.median(best[1])):
+                best = (s, r)
+        if best:
+            row(f"best pipelined composition ({name(best[0])}) p50 ≤ 0.4× diskann's",
+                best[1], lambda v: v <= 0.4)
+            row(f"the same ({name(best[0])}) ≤ 3× hnswlib's p50",
+                p50_ratios(per.get(best[0], []), per.get("hnswlib", []), target), lambda v: v <= 3.0)
+        pr = p50_by_round(per.get("stratavec-pipeann", []), target)
+        dr = p50_by_round(disk, target)
+        reads = [float(pr[r]["reads_per_query"]) / float(dr[r]["reads_per_query"]) for r in pr if r in dr]
+        row("pipeann reads a query within 15% of beam search's (at their p50 points)",
+            reads, lambda v: v <= 1.15)
+    abl = os.path.join(results, "pipeann-ablation-384.jsonl")
+    if os.path.exists(abl):
+        per = rounds.searches(rounds.load(abl))
+        for t in (0.90, 0.95):
+            row(f"octopus QPS ≥ starling's at R@10 {t:.2f} (2 threads)",
+                rounds.ratios_by_round(per.get("stratavec-octopus", []),
+                                       per.get("stratavec-starling", []), t), lambda v: v >= 1.0)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default="benchmarks/results")
+    ap.add_argument("--out")
+    ap.add_argument("--into", help="replace the text between the pipeann-tables markers of this "
+                    "file (BENCHMARKS.md) with the tables")
+    a = ap.parse_args()
+    lines = []
+    lat = os.path.join(a.results, "pipeann-latency-384.jsonl")
+    if os.path.exists(lat):
+        lines += ["Latency, 1 thread x 1 query in flight (`bench --latency`; the peers make one "
+                  "single-query call at a time):", ""] + table(lat, **LATENCY) + [""]
+    for set_name in ("384", "pca96"):
+        path = os.path.join(a.results, f"pipeann-ablation-{set_name}.jsonl")
+        if os.path.exists(path):
+            lines += [f"OctopusANN's ablation, throughput mode ({set_name}):", ""]
+            lines += table(path, **THROUGHPUT) + [""]
+    grid = grid_table(a.results)
+    if grid:
+        lines += ["Between latency and throughput mode (wordnet-minilm, 20% budget, 2 rounds, "
+                  "medians; raw rows `benchmarks/results/pipeann-grid-t*-q*.jsonl`):", ""] + grid + [""]
+    lines += ["Issue #22's targets (wordnet-minilm, recall@10 0.95 unless said):", ""]
+    lines += targets(a.results) + [""]
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "pipeann-tables")
+
+if __name__ == "__main__":
+    main()

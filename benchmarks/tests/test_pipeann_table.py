@@ -1,0 +1,37 @@
+"""benchmarks/pipeann_table.py against hand-made rows: p50 ratios pair the
+same round and take each round's lowest p50 reaching the recall."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pipeann_table as T  # noqa: E402
+
+
+def row(system, rnd, L, recall, p50, reads=30.0):
+    return {"kind": "search", "system": system, "round": rnd, "L": L, "recall_at_10": recall,
+            "qps": 1e6 / p50, "p50_us": p50, "p99_us": 2 * p50, "p999_us": 3 * p50,
+            "reads_per_query": reads}
+
+
+def test_p50_ratios_pair_rounds_and_take_the_lowest_p50_reaching_the_recall():
+    d = [row("stratavec-diskann", 0, 40, 0.95, 1000.0), row("stratavec-diskann", 0, 60, 0.97, 1200.0),
+         row("stratavec-diskann", 1, 40, 0.95, 1100.0)]
+    p = [row("stratavec-pipeann", 0, 30, 0.94, 100.0), row("stratavec-pipeann", 0, 40, 0.96, 700.0),
+         row("stratavec-pipeann", 1, 40, 0.96, 550.0), row("stratavec-pipeann", 2, 40, 0.96, 1.0)]
+    assert T.p50_ratios(p, d, 0.95) == [0.7, 0.5]
+    assert T.p50_ratios(p, d, 0.99) == []
+    assert T.spread_cell([0.7, 0.5]) == "0.60× (0.50–0.70)"
+
+
+def test_targets_read_the_latency_run(tmp_path):
+    rows = [row("stratavec-diskann", r, 40, 0.95, 1000.0, 35.0) for r in range(2)]
+    rows += [row("stratavec-pipeann", r, 40, 0.95, 700.0, 38.0) for r in range(2)]
+    rows += [row("hnswlib", r, 40, 0.95, 200.0) for r in range(2)]
+    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.targets(str(tmp_path)))
+    assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query) | 0.70×" in out
+    assert "| 0.70× (0.70–0.70) (median, range over rounds) | met |" in out
+    assert "≤ 3× hnswlib's p50 | 3.50×" in out and "not met" in out
+    assert "within 15%" in out and "1.09×" in out
