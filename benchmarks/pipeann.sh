@@ -15,13 +15,17 @@
 #   3. the same on its 96-d PCA (benchmarks/datasets/pca.py);
 #   4. the thread x in-flight grid between latency and throughput mode:
 #      diskann and pipeann at 1 and 2 threads x 1, 4, 16 queries in flight;
-#   5. the tables (benchmarks/pipeann_table.py) into BENCHMARKS.md.
-# Steps can be chosen: `benchmarks/pipeann.sh 1 5`. Index builds are reused
+#   5. the tables (benchmarks/pipeann_table.py) into BENCHMARKS.md;
+#   6. latency again with the pipelined search over f16 blocks (4 records
+#      a block at 384-d): diskann (f32), pipeann-blocks, pipeann-blocks-f16
+#      and hnswlib, 3 rounds.
+# Steps can be chosen: `benchmarks/pipeann.sh 1 5`; with no argument 1-4,
+# 6, then 5. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3 4 5}
+steps=${*:-1 2 3 4 6 5}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -65,6 +69,12 @@ if has 4; then
         -L 40,60 --rounds 2 --min-pass-seconds 0 --device-seconds 0 --sustained-seconds 0
     done
   done
+fi
+if has 6; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384-f16.jsonl" \
+    --profiles diskann,pipeann-blocks,pipeann-blocks-f16 --peers hnswlib \
+    --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
+    --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then
   python3 benchmarks/pipeann_table.py --into BENCHMARKS.md

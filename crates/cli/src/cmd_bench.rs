@@ -27,9 +27,9 @@ pub struct Args {
     /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam);
     /// the profiles `pipeann` and `octopus` and OctopusANN's ablations
     /// `octopus-width` (dynamic width alone), `octopus-pipe` (the pipelined
-    /// search alone), `octopus-c2` (both) and `pipeann-blocks` (the
-    /// pipelined search over octopus's blocks) (`bench::variants` lists
-    /// what each is).
+    /// search alone), `octopus-c2` (both), `pipeann-blocks` (the
+    /// pipelined search over octopus's blocks) and `pipeann-blocks-f16`
+    /// (the same over f16 records) (`bench::variants` lists what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.
@@ -204,6 +204,7 @@ pub fn run(mut a: Args) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let mut systems: Vec<rounds::System> = Vec::new();
     for variant in chosen {
+        let store = variant.store.or(a.store);
         let params = BuildParams {
             profile: variant.profile.into(),
             metric: a.metric,
@@ -225,7 +226,7 @@ pub fn run(mut a: Args) -> Result<()> {
                 page_size: variant.page_size.is_none(),
                 ..Default::default()
             },
-            store: a.store,
+            store,
             ..Default::default()
         };
         let mut name = variant.index_name(
@@ -236,7 +237,7 @@ pub fn run(mut a: Args) -> Result<()> {
             a.nav_sample,
             budget,
         );
-        if let Some(store) = a.store {
+        if let Some(store) = store {
             name = format!("{name}-{store}");
         }
         let dir = a.work.join(name);

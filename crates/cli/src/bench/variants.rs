@@ -5,6 +5,7 @@
 //! serves every variant that only differs at search time.
 
 use anyhow::{bail, Result};
+use stratavec::data::DType;
 use stratavec::layout::shuffle::Shuffle;
 use stratavec::layout::LayoutKind;
 use stratavec::search::WidthPolicy;
@@ -47,6 +48,8 @@ pub struct Variant {
     /// reads grow to W (§4.3.1).
     pub pipelined: bool,
     pub width: WidthPolicy,
+    /// Element type the records store, when not the bench's --store.
+    pub store: Option<DType>,
 }
 
 const BASE: Variant = Variant {
@@ -69,6 +72,7 @@ const BASE: Variant = Variant {
     dispatch_ratio: 1.0,
     pipelined: false,
     width: WidthPolicy::Fixed,
+    store: None,
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
@@ -129,6 +133,19 @@ const OCTOPUS: Variant = Variant {
     pipeline: true,
     width: WidthPolicy::Schedule,
     ..BASE
+};
+
+/// The pipelined search over octopus's index: BNF blocks, block search,
+/// navigation graph, adaptive width.
+const PIPEANN_BLOCKS: Variant = Variant {
+    name: "pipeann-blocks",
+    about: "the pipelined search with block search over octopus's shuffled blocks \
+            and navigation graph, adaptive width",
+    page_search: true,
+    pipeline: false,
+    pipelined: true,
+    width: WidthPolicy::Adaptive,
+    ..OCTOPUS
 };
 
 /// Every variant, in the order reports list them.
@@ -265,15 +282,12 @@ pub const ALL: &[Variant] = &[
         ..BASE
     },
     PIPEANN,
+    PIPEANN_BLOCKS,
     Variant {
-        name: "pipeann-blocks",
-        about: "the pipelined search with block search over octopus's shuffled blocks \
-                and navigation graph, adaptive width",
-        page_search: true,
-        pipeline: false,
-        pipelined: true,
-        width: WidthPolicy::Adaptive,
-        ..OCTOPUS
+        name: "pipeann-blocks-f16",
+        about: "pipeann-blocks over f16 records (4 a 4 KB block at 384-d instead of 2)",
+        store: Some(DType::F16),
+        ..PIPEANN_BLOCKS
     },
     OCTOPUS,
     Variant {
