@@ -519,7 +519,7 @@ impl QueryState for BeamSearch {
             self.hop.bufs[i].extend_from_slice(span);
         }
         self.pending -= 1;
-        self.width.on_arrival(true, self.list.first_unexpanded());
+        self.width.on_arrival(true, || self.list.first_unexpanded());
         if self.pending == 0 {
             self.finish_hop(ctx);
         }

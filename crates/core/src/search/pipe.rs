@@ -78,7 +78,7 @@ impl PipeSearch {
         let mut pages = std::mem::take(&mut self.arrived);
         for page in &mut pages {
             let useful = self.core.ranks(page.est);
-            self.width.on_arrival(useful, self.core.progress());
+            self.width.on_arrival(useful, || self.core.progress());
             if !useful {
                 self.core.stats().wasted += 1;
                 continue;

@@ -115,11 +115,12 @@ impl Width {
 
     /// A read arrived. `useful`: its node still ranks within the list;
     /// `progress`: entries settled at the top of the list (expanded or
-    /// read), PipeANN's marker.
-    pub fn on_arrival(&mut self, useful: bool, progress: usize) {
+    /// read), PipeANN's marker; asked only by the policies that use it
+    /// (finding it scans the list, on every read).
+    pub fn on_arrival(&mut self, useful: bool, progress: impl FnOnce() -> usize) {
         match self.policy {
             WidthPolicy::Fixed => {}
-            WidthPolicy::Schedule => self.cur = self.cur.max(schedule(self.max, progress)),
+            WidthPolicy::Schedule => self.cur = self.cur.max(schedule(self.max, progress())),
             WidthPolicy::Double => {
                 self.arrivals += 1;
                 if self.arrivals >= self.cur {
@@ -128,7 +129,7 @@ impl Width {
                 }
             }
             WidthPolicy::Adaptive => {
-                if progress < ADAPTIVE_CONVERGED {
+                if progress() < ADAPTIVE_CONVERGED {
                     return;
                 }
                 self.seen += 1;
@@ -167,7 +168,7 @@ mod tests {
                 let mut w = Width::new(p, max);
                 let mut last = w.current();
                 for i in 0..200 {
-                    w.on_arrival(i % 7 != 0, i / 2);
+                    w.on_arrival(i % 7 != 0, || i / 2);
                     let c = w.current();
                     assert!((1..=max).contains(&c), "{p} max {max}: {c}");
                     assert!(c >= last, "{p} never narrows");
@@ -185,7 +186,7 @@ mod tests {
         let mut w = Width::new(WidthPolicy::Double, 8);
         let mut seen = vec![w.current()];
         for _ in 0..10 {
-            w.on_arrival(true, 0);
+            w.on_arrival(true, || 0);
             seen.push(w.current());
         }
         assert_eq!(seen, [1, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8]);
@@ -195,9 +196,9 @@ mod tests {
     fn schedule_follows_progress() {
         let mut w = Width::new(WidthPolicy::Schedule, 16);
         assert_eq!(w.current(), 2);
-        w.on_arrival(true, 12);
+        w.on_arrival(true, || 12);
         assert_eq!(w.current(), 4);
-        w.on_arrival(true, 40);
+        w.on_arrival(true, || 40);
         assert_eq!(w.current(), 16);
     }
 
@@ -205,21 +206,21 @@ mod tests {
     fn adaptive_grows_only_after_convergence_and_while_waste_is_low() {
         let mut w = Width::new(WidthPolicy::Adaptive, 16);
         assert_eq!(w.current(), 4);
-        w.on_arrival(true, 2);
+        w.on_arrival(true, || 2);
         assert_eq!(w.current(), 4, "approach phase: no change");
         for _ in 0..4 {
-            w.on_arrival(true, 6);
+            w.on_arrival(true, || 6);
         }
         assert_eq!(w.current(), 8);
         // One waste in 5 arrivals (20%) stops the growth...
-        w.on_arrival(false, 6);
+        w.on_arrival(false, || 6);
         assert_eq!(w.current(), 8);
         // ... until useful arrivals bring the share back to 10% (1 in 10).
         for _ in 0..4 {
-            w.on_arrival(true, 7);
+            w.on_arrival(true, || 7);
         }
         assert_eq!(w.current(), 8);
-        w.on_arrival(true, 7);
+        w.on_arrival(true, || 7);
         assert_eq!(w.current(), 9);
     }
 }
