@@ -114,8 +114,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0.5)]
     range_phi: f32,
     /// I/O backend of the stratavec systems: auto, io_uring, pread,
-    /// buffered, ram. `ram` reads the index through memory (a fast second
-    /// tier; the device out of the way). Peers do their own I/O.
+    /// buffered, ram, mmap, simulated:LAT_NS[,GBPS]. `ram` and `mmap` read
+    /// the index through memory (a fast second tier; the device out of the
+    /// way); `simulated` holds each read to a tier's latency and bandwidth
+    /// (paper 002 §4). Peers do their own I/O.
     #[arg(long, default_value = "auto")]
     io: stratavec_io::Backend,
     /// Rebuild indexes even when a matching one exists.

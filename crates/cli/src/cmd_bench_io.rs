@@ -29,7 +29,9 @@ pub struct Args {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
-    /// I/O backend: auto, io_uring, pread, buffered, ram.
+    /// I/O backend: auto, io_uring, pread, buffered, ram; the memory tiers
+    /// mmap (the file mapped, local memory) and simulated:LAT_NS[,GBPS]
+    /// (mmap held to a tier's latency and bandwidth).
     #[arg(long, default_value = "auto")]
     io: Backend,
     /// One JSON object per line instead of a table.

@@ -94,7 +94,9 @@ pub struct Args {
     /// Range search: the window doubles while results fill this share of it.
     #[arg(long, default_value_t = 0.5)]
     range_phi: f32,
-    /// I/O backend: auto, io_uring, pread, buffered, ram.
+    /// I/O backend: auto, io_uring, pread, buffered, ram; the memory tiers
+    /// mmap (the file mapped, local memory) and simulated:LAT_NS[,GBPS]
+    /// (mmap held to a tier's latency and bandwidth).
     #[arg(long, default_value = "auto")]
     io: Backend,
     /// Write the neighbours found at the last -L to this `.npy` (int64,

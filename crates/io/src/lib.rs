@@ -10,7 +10,9 @@
 //!
 //! Backends: io_uring + O_DIRECT (default), `pread` (when io_uring is
 //! refused), buffered `pread` (when O_DIRECT is refused, e.g. tmpfs), RAM (tests
-//! and in-memory tiers). [`open_reader`] picks the best one the kernel allows.
+//! and in-memory tiers), and the second-tier memory backends `mmap` and
+//! `simulated:LAT_NS,GBPS` ([`tier`]). [`open_reader`] picks the best disk
+//! backend the kernel allows; a memory backend is only ever asked for.
 
 mod aligned;
 mod counters;
@@ -23,6 +25,7 @@ pub mod probe;
 mod ram;
 pub mod signals;
 mod slots;
+pub mod tier;
 mod uring;
 
 pub use aligned::AlignedBuf;
@@ -32,7 +35,8 @@ pub use fault::FaultyReader;
 pub use mmap::map_readonly;
 pub use open::{open_reader, Backend, ReaderOptions};
 pub use pread::PreadReader;
-pub use ram::{Image, RamReader};
+pub use ram::{Image, RamReader, Residence};
+pub use tier::TierTiming;
 pub use uring::UringReader;
 
 /// One read: `len` bytes at byte `offset` of the file into buffer slot `slot`.

@@ -11,6 +11,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::str::FromStr;
 
+use crate::ram::Residence;
+use crate::tier::TierTiming;
 use crate::{AlignedBuf, BlockReader, IoError, PreadReader, RamReader, ReadRequest, UringReader};
 
 /// Alignment of offsets, lengths and buffers under O_DIRECT: a multiple of
@@ -35,10 +37,21 @@ pub enum Backend {
     Buffered,
     /// The whole file read into memory at open.
     Ram,
+    /// The file mapped and read in place, reads prefetched at submit: a
+    /// memory tier at local-memory speed (`tier`).
+    Mmap,
+    /// `Mmap` with each read held back to a tier's latency and bandwidth.
+    Simulated(TierTiming),
 }
 
 impl Backend {
-    const NAMES: &'static str = "auto|io_uring|pread|buffered|ram";
+    const NAMES: &'static str = "auto|io_uring|pread|buffered|ram|mmap|simulated:LAT_NS[,GBPS]";
+
+    /// Whether reads are served from memory addresses (any offset and
+    /// length; no device queue): the backends that stand for a memory tier.
+    pub fn is_memory(self) -> bool {
+        matches!(self, Backend::Ram | Backend::Mmap | Backend::Simulated(_))
+    }
 }
 
 impl fmt::Display for Backend {
@@ -49,6 +62,8 @@ impl fmt::Display for Backend {
             Backend::Pread => "pread",
             Backend::Buffered => "buffered",
             Backend::Ram => "ram",
+            Backend::Mmap => "mmap",
+            Backend::Simulated(t) => return t.fmt(f),
         })
     }
 }
@@ -62,6 +77,10 @@ impl FromStr for Backend {
             "pread" => Ok(Backend::Pread),
             "buffered" => Ok(Backend::Buffered),
             "ram" => Ok(Backend::Ram),
+            "mmap" => Ok(Backend::Mmap),
+            other if other.starts_with("simulated:") => {
+                Ok(Backend::Simulated(other["simulated:".len()..].parse()?))
+            }
             other => Err(format!(
                 "unknown I/O backend {other:?}: expected {}",
                 Backend::NAMES
@@ -134,11 +153,29 @@ pub fn open_reader(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockRea
             slot_bytes,
         )?),
         Backend::Ram => Box::new(RamReader::new(
-            crate::ram::shared_image(path)?,
+            crate::ram::shared_image(path, Residence::Copied)?,
             p,
             slots,
             slot_bytes,
         )?),
+        Backend::Mmap => Box::new(
+            RamReader::new(
+                crate::ram::shared_image(path, Residence::Mapped)?,
+                p,
+                slots,
+                slot_bytes,
+            )?
+            .tier(None),
+        ),
+        Backend::Simulated(t) => Box::new(
+            RamReader::new(
+                crate::ram::shared_image(path, Residence::Mapped)?,
+                p,
+                slots,
+                slot_bytes,
+            )?
+            .tier(Some(t)),
+        ),
     })
 }
 
@@ -314,11 +351,21 @@ mod tests {
             Backend::Pread,
             Backend::Buffered,
             Backend::Ram,
+            Backend::Mmap,
+            Backend::Simulated(TierTiming {
+                latency_ns: 1000,
+                mb_per_s: 12_500,
+            }),
         ] {
             assert_eq!(b.to_string().parse::<Backend>(), Ok(b));
         }
         let e = "uring".parse::<Backend>().unwrap_err();
-        assert!(e.contains("auto|io_uring|pread|buffered|ram"), "{e}");
+        assert!(
+            e.contains("auto|io_uring|pread|buffered|ram|mmap|simulated:LAT_NS[,GBPS]"),
+            "{e}"
+        );
+        let e = "simulated:1us".parse::<Backend>().unwrap_err();
+        assert!(e.contains("latency") && e.contains("\"1us\""), "{e}");
     }
 
     #[test]

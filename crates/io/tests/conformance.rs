@@ -1,5 +1,6 @@
 //! One conformance suite, run against every backend: io_uring (registered,
-//! unregistered, SQPOLL, buffered), pread (direct, buffered), RAM, the fault
+//! unregistered, SQPOLL, buffered), pread (direct, buffered), RAM, the
+//! memory tiers (mmap, a simulated tier), the fault
 //! wrapper with a never-true predicate, and whatever `auto` picks. A backend
 //! the machine refuses (no O_DIRECT on this filesystem, no io_uring in this
 //! sandbox) is skipped with a printed message, never silently.
@@ -89,6 +90,11 @@ fn backends(path: &Path, slots: usize, slot_bytes: usize) -> Vec<Box<dyn BlockRe
         open_reader(path, &opts(Backend::Buffered)),
     );
     keep("ram", open_reader(path, &opts(Backend::Ram)));
+    keep("mmap", open_reader(path, &opts(Backend::Mmap)));
+    keep(
+        "simulated",
+        open_reader(path, &opts("simulated:2000,4".parse().unwrap())),
+    );
     keep("auto", open_reader(path, &opts(Backend::Auto)));
     let plain = || File::open(path).unwrap();
     keep(
@@ -651,6 +657,8 @@ fn explicit_backends_do_not_fall_back() {
         (Backend::Pread, "pread+direct"),
         (Backend::Buffered, "pread+buffered"),
         (Backend::Ram, "ram"),
+        (Backend::Mmap, "mmap"),
+        ("simulated:300".parse().unwrap(), "simulated"),
     ];
     for (b, name) in names {
         match open_reader(&path, &opts(b)) {

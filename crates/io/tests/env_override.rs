@@ -40,7 +40,10 @@ fn env_var_overrides_auto_only() {
         msg.contains("STRATAVEC_IO") && msg.contains("\"nonsense\""),
         "{msg}"
     );
-    assert!(msg.contains("auto|io_uring|pread|buffered|ram"), "{msg}");
+    assert!(
+        msg.contains("auto|io_uring|pread|buffered|ram|mmap|simulated:LAT_NS[,GBPS]"),
+        "{msg}"
+    );
 
     // Empty means unset.
     std::env::set_var("STRATAVEC_IO", "");

@@ -1,0 +1,120 @@
+//! The simulated tier keeps its promises (paper 002 §4: the tier's latency
+//! and bandwidth are what the engine must hide): a read at depth 1 takes
+//! the set latency, within 10%; many reads in flight move the set bandwidth,
+//! within 10%; and the bytes are the file's.
+
+use std::time::Instant;
+use stratavec_io::{open_reader, Backend, BlockReader, ReadRequest, ReaderOptions};
+
+fn file(len: usize) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("pages.bin");
+    let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+    std::fs::write(&path, &bytes).unwrap();
+    (dir, path, bytes)
+}
+
+fn reader(path: &std::path::Path, spec: &str, slots: usize) -> Box<dyn BlockReader> {
+    let backend: Backend = spec.parse().unwrap();
+    open_reader(
+        path,
+        &ReaderOptions {
+            backend,
+            slots,
+            slot_bytes: 8192,
+            sqpoll: false,
+        },
+    )
+    .unwrap()
+}
+
+/// Median of one-at-a-time read latencies (submit to reaped), in ns. The
+/// median, so a preemption of this thread on a shared machine does not move
+/// it.
+fn median_latency_ns(r: &mut dyn BlockReader, reads: usize, len: u32, file_len: u64) -> f64 {
+    let mut out = Vec::new();
+    let mut lat = Vec::with_capacity(reads);
+    for i in 0..reads as u64 {
+        let offset = (i * 7919 * 64) % (file_len - u64::from(len));
+        r.push(ReadRequest {
+            offset,
+            len,
+            slot: 0,
+            tag: i,
+        })
+        .unwrap();
+        let t = Instant::now();
+        r.submit().unwrap();
+        out.clear();
+        r.reap(1, &mut out).unwrap();
+        lat.push(t.elapsed().as_nanos() as f64);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].result.as_ref().ok(), Some(&len));
+    }
+    lat.sort_by(f64::total_cmp);
+    lat[lat.len() / 2]
+}
+
+/// The latency a simulated tier adds to the same reader over the mapped
+/// tier without one (whose push, submit, reap and clock reads, ~50-80 ns,
+/// any backend pays and a real tier's latency would not include).
+#[test]
+fn a_read_takes_the_set_latency() {
+    let (_dir, path, bytes) = file(1 << 20);
+    let mut r = reader(&path, "mmap", 1);
+    let base = median_latency_ns(&mut *r, 4000, 512, bytes.len() as u64);
+    eprintln!("mmap: median {base:.0} ns a read");
+    assert!(base < 1000.0, "an mmap read took {base:.0} ns");
+    for lat in [300u32, 1000, 3000] {
+        let mut r = reader(&path, &format!("simulated:{lat}"), 1);
+        let got = median_latency_ns(&mut *r, 4000, 512, bytes.len() as u64) - base;
+        let err = (got - lat as f64).abs() / lat as f64;
+        eprintln!(
+            "simulated {lat} ns: adds {got:.0} ns ({:.1}% off)",
+            err * 100.0
+        );
+        assert!(err <= 0.10, "set {lat} ns, measured {got:.0} ns");
+    }
+}
+
+#[test]
+fn reads_in_flight_move_the_set_bandwidth_and_the_files_bytes() {
+    let (_dir, path, bytes) = file(4 << 20);
+    let slots = 32;
+    let mut r = reader(&path, "simulated:1000,1", slots);
+    let len = 4096u32;
+    let total = 4000u64;
+    let mut out = Vec::new();
+    let (mut issued, mut done) = (0u64, 0u64);
+    let mut free: Vec<u32> = (0..slots as u32).collect();
+    let t = Instant::now();
+    while done < total {
+        while issued < total {
+            let Some(slot) = free.pop() else { break };
+            let offset = (issued * 4096 * 37) % (bytes.len() as u64 - 4096);
+            r.push(ReadRequest {
+                offset,
+                len,
+                slot,
+                tag: offset,
+            })
+            .unwrap();
+            issued += 1;
+        }
+        r.submit().unwrap();
+        out.clear();
+        r.reap(1, &mut out).unwrap();
+        for c in &out {
+            let at = c.tag as usize;
+            assert_eq!(
+                &r.slot(c.slot)[..len as usize],
+                &bytes[at..at + len as usize]
+            );
+            free.push(c.slot);
+            done += 1;
+        }
+    }
+    let gbps = (total * u64::from(len)) as f64 / t.elapsed().as_secs_f64() / 1e9;
+    eprintln!("simulated 1 GB/s: moved {gbps:.3} GB/s");
+    assert!((gbps - 1.0).abs() <= 0.10, "set 1 GB/s, measured {gbps:.3}");
+}
