@@ -120,6 +120,13 @@ pub struct Args {
     /// (paper 002 §4). Peers do their own I/O.
     #[arg(long, default_value = "auto")]
     io: stratavec_io::Backend,
+    /// Run every stratavec system on each of these tiers in the same
+    /// rounds, as systems named `stratavec-VARIANT@TIER`: `ssd` (the
+    /// --io backend), `mmap` (local memory, the computation bound) and
+    /// `simulated:LAT_NS[,GBPS]` tiers (paper 002's 0.3-3 µs: e.g.
+    /// ssd,mmap,simulated:300,simulated:1000,simulated:3000). Builds once.
+    #[arg(long, value_delimiter = ',')]
+    tier: Vec<String>,
     /// Rebuild indexes even when a matching one exists.
     #[arg(long)]
     rebuild: bool,
@@ -245,37 +252,42 @@ pub fn run(mut a: Args) -> Result<()> {
         let dir = a.work.join(name);
         let build = run::build_or_reuse(&base, &dir, &params, build_threads, a.rebuild)?;
         first_index.get_or_insert(dir.join("pages.bin"));
-        let system = format!("stratavec-{}", variant.name);
-        eprintln!("bench: opening {system} ({})", variant.about);
-        systems.push(rounds::System::Stratavec(Box::new(run::open(
-            run::Sweep {
-                system,
-                dataset: &dataset,
-                index_dir: dir,
-                queries: &queries,
-                gt: &gt,
-                k: a.k,
-                ls: &a.sweep,
-                beam_width: a.beam_width,
-                threads: a.threads,
-                in_flight: a.in_flight,
-                budget_bytes: budget,
-                build,
-                page_search: variant.page_search,
-                pipeline: variant.pipeline,
-                two_stage: variant.two_stage,
-                graph_cache: variant.graph_cache,
-                node_cache: variant.node_cache,
-                navigation_graph: variant.nav || variant.entries,
-                adaptive_beam: variant.adaptive_beam,
-                dispatch_ratio: variant.dispatch_ratio,
-                pipelined: variant.pipelined,
-                width: variant.width,
-                range: range.as_ref(),
-                min_pass_s: a.min_pass_seconds,
-                io: a.io,
-            },
-        )?)));
+        for (label, io) in tiers(&a.tier, a.io)? {
+            let system = match label {
+                Some(t) => format!("stratavec-{}@{t}", variant.name),
+                None => format!("stratavec-{}", variant.name),
+            };
+            eprintln!("bench: opening {system} ({})", variant.about);
+            systems.push(rounds::System::Stratavec(Box::new(run::open(
+                run::Sweep {
+                    system,
+                    dataset: &dataset,
+                    index_dir: dir.clone(),
+                    queries: &queries,
+                    gt: &gt,
+                    k: a.k,
+                    ls: &a.sweep,
+                    beam_width: a.beam_width,
+                    threads: a.threads,
+                    in_flight: a.in_flight,
+                    budget_bytes: budget,
+                    build: build.clone(),
+                    page_search: variant.page_search,
+                    pipeline: variant.pipeline,
+                    two_stage: variant.two_stage,
+                    graph_cache: variant.graph_cache,
+                    node_cache: variant.node_cache,
+                    navigation_graph: variant.nav || variant.entries,
+                    adaptive_beam: variant.adaptive_beam,
+                    dispatch_ratio: variant.dispatch_ratio,
+                    pipelined: variant.pipelined,
+                    width: variant.width,
+                    range: range.as_ref(),
+                    min_pass_s: a.min_pass_seconds,
+                    io,
+                },
+            )?)));
+        }
     }
     let repo = std::env::current_dir()?;
     for peer in &a.peers {
@@ -334,6 +346,28 @@ pub fn run(mut a: Args) -> Result<()> {
     print_range_summary(&rows);
     eprintln!("bench: rows written to {}", a.out.display());
     Ok(())
+}
+
+/// The tiers of `--tier`, each with its label (`ssd` is the `--io`
+/// backend); no `--tier`: the `--io` backend, unlabelled.
+fn tiers(
+    list: &[String],
+    io: stratavec_io::Backend,
+) -> Result<Vec<(Option<String>, stratavec_io::Backend)>> {
+    if list.is_empty() {
+        return Ok(vec![(None, io)]);
+    }
+    list.iter()
+        .map(|t| {
+            let backend = match t.trim() {
+                "ssd" => io,
+                other => other
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("--tier {other:?}: {e} (or ssd)"))?,
+            };
+            Ok((Some(t.trim().to_string()), backend))
+        })
+        .collect()
 }
 
 /// The machine the rows were measured on, recorded with them so a report

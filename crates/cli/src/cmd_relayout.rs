@@ -6,8 +6,13 @@ use stratavec::layout::shuffle::Shuffle;
 pub struct Args {
     /// An index of the diskann profile (coupled id-order layout).
     src: PathBuf,
-    /// The shuffled index to write (the starling profile's layout).
+    /// The index to write: shuffled blocks (the starling profile's layout),
+    /// or with `--layout csr` the tiered profile's compact records.
     dst: PathBuf,
+    /// blocked (Starling's shuffled blocks) or csr (paper 002's compact
+    /// records for a memory tier; the shuffle options do not apply).
+    #[arg(long, default_value = "blocked")]
+    layout: stratavec::layout::LayoutKind,
     /// Block shuffling: bnp, bnf (BNP then BNF) or bns (BNP then BNS).
     #[arg(long, default_value_t = Shuffle::Bnf)]
     shuffle: Shuffle,
@@ -25,6 +30,22 @@ pub struct Args {
 /// Shuffles an existing index's records into blocks (Starling §4.2) without
 /// rebuilding its graph; streams the source.
 pub fn run(a: Args) -> Result<()> {
+    use stratavec::layout::LayoutKind;
+    match a.layout {
+        LayoutKind::Blocked => {}
+        LayoutKind::Csr => {
+            let r = stratavec::index::relayout_csr::relayout_csr(&a.src, &a.dst, a.store)?;
+            println!(
+                "relayout {} -> {} (csr) in {:.1} s; index {:.1} MB",
+                a.src.display(),
+                a.dst.display(),
+                r.total_s,
+                r.index_bytes as f64 / 1e6
+            );
+            return Ok(());
+        }
+        other => anyhow::bail!("--layout: expected blocked or csr, found {other}"),
+    }
     let params = a.tuning.params(a.shuffle);
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     let r = stratavec::index::relayout::relayout(&a.src, &a.dst, &params, a.store, threads)?;

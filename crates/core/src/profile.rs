@@ -127,6 +127,21 @@ pub const PROFILES: &[Profile] = &[
         width: WidthPolicy::Schedule,
         nav_sample: 0.01,
     },
+    Profile {
+        name: "tiered",
+        about: "Second-tier memory (paper 002 §5): compact CSR records (no page padding, packed \
+                ids), PQ codes in RAM, beam search across many queries a thread; search it \
+                with --io mmap or simulated:LAT_NS,GBPS",
+        shuffle: Shuffle::None,
+        layout: Some(LayoutKind::Csr),
+        memory: &[Part::Nav, Part::Nodes],
+        page_search: false,
+        pipeline: false,
+        two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
+        nav_sample: 0.0,
+    },
 ];
 
 /// The profile called `name`; an error lists the known ones.
@@ -153,7 +168,7 @@ mod tests {
         }
         let e = get("gorgeus").unwrap_err().to_string();
         assert!(
-            e.contains("diskann, starling, gorgeous, laser, pipeann, octopus"),
+            e.contains("diskann, starling, gorgeous, laser, pipeann, octopus, tiered"),
             "{e}"
         );
         assert!(e.contains("gorgeus"), "{e}");

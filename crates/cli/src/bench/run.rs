@@ -280,7 +280,7 @@ impl Opened<'_> {
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
-            "pipelined": s.pipelined, "width": s.width.as_str(),
+            "pipelined": s.pipelined, "width": s.width.as_str(), "tier": s.io.to_string(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });

@@ -135,6 +135,18 @@ const OCTOPUS: Variant = Variant {
     ..BASE
 };
 
+/// Paper 002 §5 as its profile builds it: compact CSR records (no page
+/// padding, packed ids), PQ codes and a node cache in RAM, beam search.
+/// Meant for `--tier mmap,simulated:...`; on the SSD its reads widen to
+/// the pages around each record.
+const TIERED: Variant = Variant {
+    name: "tiered",
+    about: "the tiered profile: compact CSR records for a byte-granular memory tier",
+    profile: "tiered",
+    layout: Some(LayoutKind::Csr),
+    ..BASE
+};
+
 /// The pipelined search over octopus's index: BNF blocks, block search,
 /// navigation graph, adaptive width.
 const PIPEANN_BLOCKS: Variant = Variant {
@@ -290,6 +302,13 @@ pub const ALL: &[Variant] = &[
         ..PIPEANN_BLOCKS
     },
     OCTOPUS,
+    TIERED,
+    Variant {
+        name: "tiered-f16",
+        about: "the tiered profile over f16 records",
+        store: Some(DType::F16),
+        ..TIERED
+    },
     Variant {
         name: "laser-wide",
         about: "the laser profile with every round W wide (no adaptive beam, early dispatch \

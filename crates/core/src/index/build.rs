@@ -16,8 +16,8 @@ use crate::layout::replication::ReplicationStats;
 use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
 use crate::layout::LaserLayout;
 use crate::layout::{
-    blocked, position_map, BlockedLayout, CoupledLayout, Layout, LayoutKind, ReplicatedLayout,
-    SeparatedLayout,
+    blocked, csr, position_map, BlockedLayout, CoupledLayout, CsrLayout, Layout, LayoutKind,
+    ReplicatedLayout, SeparatedLayout,
 };
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::cache_order::{self, ORDER_FILE};
@@ -309,6 +309,13 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
                 "none with the {} layout (it keeps id order)",
                 p.layout_kind()
             ),
+            &p.shuffle,
+        );
+    }
+    if p.layout_kind() == LayoutKind::Csr && p.shuffle != Shuffle::None {
+        return arg(
+            "shuffle",
+            "none with the csr layout (it keeps id order)",
             &p.shuffle,
         );
     }
@@ -769,6 +776,23 @@ pub fn build_index_with_ids(
     } else if kind.replicates() {
         report.replication = Some(replicated(&mut w, kind)?);
         kind.name()
+    } else if kind == LayoutKind::Csr {
+        let layout = CsrLayout::new(
+            params.page_size,
+            dim,
+            dtype,
+            params.graph_degree,
+            &graph.lists,
+        );
+        let written = layout
+            .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
+            .and_then(|_| w.flush())
+            .at("write", &pages_path);
+        unless_cancelled(progress, dir, written)?;
+        let path = staging.dir.join(csr::OFFSETS_FILE);
+        write_file(&path, |w| layout.write_offsets(w))?;
+        extra_files.push(csr::OFFSETS_FILE);
+        layout.name()
     } else if kind == LayoutKind::Coupled {
         let written = coupled
             .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)

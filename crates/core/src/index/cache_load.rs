@@ -21,12 +21,14 @@ fn read_records(
     each: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut done = Vec::new();
+    let mut shift = vec![0; reader.slots()];
     for batch in ids.chunks(reader.slots()) {
         for (slot, &id) in batch.iter().enumerate() {
-            let span = layout.span_of(id);
+            let (read, at) = layout.span_of(id).aligned(reader.alignment() as u64);
+            shift[slot] = at;
             reader.push(ReadRequest {
-                offset: span.offset,
-                len: span.len,
+                offset: read.offset,
+                len: read.len,
                 slot: slot as u32,
                 tag: id as u64,
             })?;
@@ -41,7 +43,8 @@ fn read_records(
                 crate::error::Error::argument("node cache load", "every read to succeed", e)
             })?;
             let id = c.tag as u32;
-            each(id, layout.record_slice(id, reader.slot(c.slot)))?;
+            let bytes = &reader.slot(c.slot)[shift[c.slot as usize]..];
+            each(id, layout.record_slice(id, bytes))?;
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod open;
 pub mod placement;
 pub mod relayout;
+pub mod relayout_csr;
 
 pub use build::{
     build_from_file, build_from_table, build_index, build_index_with_ids, BuildParams, BuildReport,

@@ -189,8 +189,9 @@ impl Index {
             },
         )?;
         let header = read_header(&mut *header_reader, &pages_path, page_size)?;
-        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, || {
-            check_file_size(&manifest, &dir, "map.bin")
+        // (reopened below if the layout's reads are wider than a page)
+        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, |name| {
+            check_file_size(&manifest, &dir, name)
         })?;
         let expect = |field: &str, want: String, got: String| -> Result<()> {
             if want != got {
@@ -323,6 +324,17 @@ impl Index {
             None => Box::new(Medoid(header.medoid)),
         };
         let cache_nodes = granted(&grants, Part::Nodes) / node_bytes;
+        if cache_nodes > 0 && layout.max_span_bytes() > header_reader.slot_bytes() {
+            header_reader = open_reader(
+                &pages_path,
+                &ReaderOptions {
+                    backend: opts.io,
+                    slots: 64,
+                    slot_bytes: layout.max_span_bytes(),
+                    ..Default::default()
+                },
+            )?;
+        }
         // A cache order ranked at build time (laser: by in-degree), else
         // breadth-first from the medoid (DiskANN).
         let cache = match manifest.files.contains_key(ORDER_FILE) && cache_nodes > 0 {

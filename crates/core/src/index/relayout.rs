@@ -19,7 +19,7 @@ use super::placement::nearest_for;
 use crate::data::DType;
 use crate::error::{Error, FileContext, Result};
 use crate::layout::shuffle::{shuffle, Shuffle, ShuffleParams};
-use crate::layout::{blocked, position_map, BlockedLayout, Layout};
+use crate::layout::{blocked, position_map, BlockedLayout, CoupledLayout, Layout};
 use crate::quant::pq_file;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -115,41 +115,8 @@ pub fn relayout(
         assignment.block_of.clone(),
         assignment.blocks(),
     );
-    let src_pages = src.join("pages.bin");
-    let input = std::fs::File::open(&src_pages).at("open", &src_pages)?;
-    let vector_len = coupled.dim * coupled.dtype.size();
-    // The writer asks for records in block order; each is one positioned
-    // read of the source (the first error is kept and reported).
-    let record = RefCell::new(vec![0u8; coupled.record_bytes]);
-    let failed: RefCell<Option<std::io::Error>> = RefCell::new(None);
-    // A component f16 cannot hold: (node, component, value).
-    let too_big: RefCell<Option<(u32, usize, f32)>> = RefCell::new(None);
-    let floats = RefCell::new(Vec::new());
-    let vector_bytes = |id: u32, out: &mut [u8]| {
-        let mut rec = record.borrow_mut();
-        let span = coupled.span_of(id);
-        let slot = if coupled.nodes_per_page > 0 {
-            id as usize % coupled.nodes_per_page
-        } else {
-            0
-        };
-        let offset = span.offset + (slot * coupled.record_bytes) as u64;
-        match input.read_exact_at(&mut rec, offset) {
-            Ok(()) if to_f16 => {
-                let mut f = floats.borrow_mut();
-                stratavec_simd::cast::decode_f32(&rec[..vector_len], &mut f);
-                if let Some(c) = f.iter().position(|x| x.abs() >= super::build::F16_LIMIT) {
-                    too_big.borrow_mut().get_or_insert((id, c, f[c]));
-                }
-                stratavec_simd::half::encode_f16(&f, out);
-            }
-            Ok(()) => out.copy_from_slice(&rec[..vector_len]),
-            Err(e) => {
-                failed.borrow_mut().get_or_insert(e);
-                out.fill(0);
-            }
-        }
-    };
+    let source = SourceVectors::open(src, &coupled, to_f16)?;
+    let vector_bytes = |id: u32, out: &mut [u8]| source.fill(id, out);
     let pages_path = staging.dir.join("pages.bin");
     let mut w = BufWriter::with_capacity(
         1 << 20,
@@ -160,41 +127,16 @@ pub fn relayout(
         .and_then(|_| w.flush())
         .at("write", &pages_path)?;
     drop(w);
-    if let Some(e) = failed.into_inner() {
-        return Err(e).at("read", &src_pages);
-    }
-    if let Some((id, c, x)) = too_big.into_inner() {
-        return Err(Error::argument(
-            format!(
-                "{}: node {id}, component {c} (store f16)",
-                src_pages.display()
-            ),
-            format!("a magnitude of at most {}", super::build::F16_MAX),
-            x,
-        ));
-    }
+    source.finish()?;
     let map_path = staging.dir.join("map.bin");
     let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
     position_map::write(&mut mw, layout.blocks(), &layout.block_map())
         .and_then(|_| mw.flush())
         .at("write", &map_path)?;
     drop(mw);
-    let mut names = vec!["pages.bin", "codes.bin", "map.bin"];
-    for name in ["codes.bin", "nav.bin", super::ids::IDS_FILE] {
-        if manifest.files.contains_key(name) {
-            let (from, to) = (src.join(name), staging.dir.join(name));
-            std::fs::copy(&from, &to).at("copy", &from)?;
-            if name != "codes.bin" {
-                names.push(name);
-            }
-        }
-    }
+    let mut names = vec!["pages.bin", "map.bin"];
+    copy_parts(src, &staging, &manifest, &mut names)?;
     stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
-
-    let mut files = BTreeMap::new();
-    for name in names {
-        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
-    }
     manifest.profile = "starling".into();
     manifest.build.profile = "starling".into();
     manifest.build.shuffle = params.method;
@@ -207,6 +149,130 @@ pub fn relayout(
         manifest.build.store = Some(DType::F16);
     }
     manifest.layout = layout.name().into();
+    commit(
+        src,
+        staging,
+        manifest,
+        &names,
+        stages,
+        threads,
+        t_all,
+        Some(report),
+    )
+}
+
+/// The source's vectors, one positioned read of its record each (the
+/// writers ask in their own order), as f16 when `to_f16`. The first read
+/// error, or the first component f16 cannot hold, is kept for `finish`.
+pub(super) struct SourceVectors {
+    path: std::path::PathBuf,
+    input: std::fs::File,
+    coupled: CoupledLayout,
+    to_f16: bool,
+    record: RefCell<Vec<u8>>,
+    floats: RefCell<Vec<f32>>,
+    failed: RefCell<Option<std::io::Error>>,
+    /// (node, component, value)
+    too_big: RefCell<Option<(u32, usize, f32)>>,
+}
+
+impl SourceVectors {
+    pub(super) fn open(src: &Path, coupled: &CoupledLayout, to_f16: bool) -> Result<Self> {
+        let path = src.join("pages.bin");
+        let input = std::fs::File::open(&path).at("open", &path)?;
+        Ok(SourceVectors {
+            path,
+            input,
+            coupled: coupled.clone(),
+            to_f16,
+            record: RefCell::new(vec![0u8; coupled.record_bytes]),
+            floats: RefCell::new(Vec::new()),
+            failed: RefCell::new(None),
+            too_big: RefCell::new(None),
+        })
+    }
+
+    /// Fills `out` with node `id`'s vector as the result stores it.
+    pub(super) fn fill(&self, id: u32, out: &mut [u8]) {
+        let coupled = &self.coupled;
+        let vector_len = coupled.dim * coupled.dtype.size();
+        let mut rec = self.record.borrow_mut();
+        let slot = if coupled.nodes_per_page > 0 {
+            id as usize % coupled.nodes_per_page
+        } else {
+            0
+        };
+        let offset = coupled.span_of(id).offset + (slot * coupled.record_bytes) as u64;
+        match self.input.read_exact_at(&mut rec, offset) {
+            Ok(()) if self.to_f16 => {
+                let mut f = self.floats.borrow_mut();
+                stratavec_simd::cast::decode_f32(&rec[..vector_len], &mut f);
+                if let Some(c) = f.iter().position(|x| x.abs() >= super::build::F16_LIMIT) {
+                    self.too_big.borrow_mut().get_or_insert((id, c, f[c]));
+                }
+                stratavec_simd::half::encode_f16(&f, out);
+            }
+            Ok(()) => out.copy_from_slice(&rec[..vector_len]),
+            Err(e) => {
+                self.failed.borrow_mut().get_or_insert(e);
+                out.fill(0);
+            }
+        }
+    }
+
+    /// The first failure while filling, if any.
+    pub(super) fn finish(self) -> Result<()> {
+        if let Some(e) = self.failed.into_inner() {
+            return Err(e).at("read", &self.path);
+        }
+        if let Some((id, c, x)) = self.too_big.into_inner() {
+            return Err(Error::argument(
+                format!(
+                    "{}: node {id}, component {c} (store f16)",
+                    self.path.display()
+                ),
+                format!("a magnitude of at most {}", super::build::F16_MAX),
+                x,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Copies the parts keyed by id, not by position (PQ codes, navigation
+/// graph, ids), adding what it copied to `names`.
+pub(super) fn copy_parts(
+    src: &Path,
+    staging: &Staging,
+    manifest: &Manifest,
+    names: &mut Vec<&'static str>,
+) -> Result<()> {
+    for name in ["codes.bin", "nav.bin", super::ids::IDS_FILE] {
+        if manifest.files.contains_key(name) {
+            let (from, to) = (src.join(name), staging.dir.join(name));
+            std::fs::copy(&from, &to).at("copy", &from)?;
+            names.push(name);
+        }
+    }
+    Ok(())
+}
+
+/// Checksums `names`, writes the manifest and the report, and commits.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn commit(
+    src: &Path,
+    staging: Staging,
+    mut manifest: Manifest,
+    names: &[&str],
+    stages: Vec<(String, f64)>,
+    threads: usize,
+    t_all: Instant,
+    shuffle: Option<crate::layout::shuffle::ShuffleReport>,
+) -> Result<BuildReport> {
+    let mut files = BTreeMap::new();
+    for &name in names {
+        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
+    }
     manifest.files = files;
     let out = BuildReport {
         n: manifest.n,
@@ -223,7 +289,7 @@ pub fn relayout(
             .ok()
             .and_then(|t| serde_json::from_str::<BuildReport>(&t).ok())
             .map_or(0, |r| r.duplicate_links),
-        shuffle: Some(report),
+        shuffle,
         replication: None,
         pq_plan: None,
         nav_plan: None,

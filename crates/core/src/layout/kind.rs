@@ -2,8 +2,8 @@
 //! pages file's header is turned into the layout that reads it.
 
 use super::{
-    position_map, BlockedLayout, CoupledLayout, LaserLayout, Layout, PagesHeader, ReplicatedLayout,
-    SeparatedLayout,
+    csr, position_map, BlockedLayout, CoupledLayout, CsrLayout, LaserLayout, Layout, PagesHeader,
+    ReplicatedLayout, SeparatedLayout,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,9 @@ pub enum LayoutKind {
     /// AlayaLaser §3.2: coupled records that carry their neighbours'
     /// fast-scan codes.
     Laser,
+    /// Paper 002 §5: packed records back to back, an offsets array; for
+    /// byte-granular tiers.
+    Csr,
 }
 
 pub const KINDS: &[(LayoutKind, &str)] = &[
@@ -31,6 +34,7 @@ pub const KINDS: &[(LayoutKind, &str)] = &[
     (LayoutKind::Replicated, "replicated"),
     (LayoutKind::Separated, "separated"),
     (LayoutKind::Laser, "laser"),
+    (LayoutKind::Csr, "csr"),
 ];
 
 impl LayoutKind {
@@ -61,13 +65,14 @@ impl std::str::FromStr for LayoutKind {
     }
 }
 
-/// The layout `header` describes. `map` is the blocked layout's id → block
-/// map file (`map.bin`), read only for that layout.
+/// The layout `header` describes. `file(name)` is the path of another file
+/// of the index, checked against the manifest: the blocked layout's id →
+/// block map (`map.bin`), the CSR layout's offsets; read only for those.
 pub fn from_header(
     header: &PagesHeader,
     pages_path: &Path,
     n: usize,
-    map: impl FnOnce() -> Result<std::path::PathBuf>,
+    file: impl FnOnce(&str) -> Result<std::path::PathBuf>,
 ) -> Result<Box<dyn Layout>> {
     let kind: LayoutKind = header
         .layout
@@ -77,7 +82,7 @@ pub fn from_header(
         LayoutKind::Coupled => Box::new(CoupledLayout::from_header(header)),
         LayoutKind::Blocked => {
             let blocks = header.pages.saturating_sub(1) as usize;
-            let block_of = position_map::read(&map()?, n, blocks)?;
+            let block_of = position_map::read(&file("map.bin")?, n, blocks)?;
             Box::new(BlockedLayout::new(
                 header.page_size as usize,
                 header.dim as usize,
@@ -99,5 +104,6 @@ pub fn from_header(
             LaserLayout::from_header(header)
                 .map_err(|e| Error::index(pages_path, "header", "a laser layout", e))?,
         ),
+        LayoutKind::Csr => Box::new(CsrLayout::open(header, &file(csr::OFFSETS_FILE)?)?),
     })
 }

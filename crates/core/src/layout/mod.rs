@@ -5,6 +5,7 @@
 
 pub mod blocked;
 pub mod coupled;
+pub mod csr;
 pub mod header;
 pub mod kind;
 pub mod laser;
@@ -17,6 +18,7 @@ pub mod shuffle;
 
 pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
+pub use csr::CsrLayout;
 pub use header::PagesHeader;
 pub use kind::LayoutKind;
 pub use laser::LaserLayout;
@@ -25,11 +27,29 @@ pub use replicated::ReplicatedLayout;
 pub use replication::ReplicationStats;
 pub use separated::SeparatedLayout;
 
-/// A contiguous, page-aligned byte range of the pages file: one read.
+/// A contiguous byte range of the pages file: one read. Page-aligned for
+/// the layouts made for an SSD; any bytes for the CSR layout, made for a
+/// byte-granular tier, whose reads [`Span::aligned`] widens on a backend
+/// that needs alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     pub offset: u64,
     pub len: u32,
+}
+
+impl Span {
+    /// The read that covers this span on a backend with `alignment`-byte
+    /// granularity (a power of two), and where the span starts inside it.
+    /// The identity for aligned spans and for alignment 1.
+    pub fn aligned(self, alignment: u64) -> (Span, usize) {
+        let start = self.offset & !(alignment - 1);
+        let end = (self.offset + u64::from(self.len)).div_ceil(alignment) * alignment;
+        let read = Span {
+            offset: start,
+            len: (end - start) as u32,
+        };
+        (read, (self.offset - start) as usize)
+    }
 }
 
 pub trait Layout: Send + Sync {

@@ -58,8 +58,11 @@ where
     let mut active: Vec<Option<Active<S>>> = (0..in_flight).map(|_| None).collect();
     let mut free_slots: Vec<u32> = (0..reader.slots() as u32).rev().collect();
     let mut queue: VecDeque<(usize, Read)> = VecDeque::new();
-    // The span each busy slot was read for (a completion carries only its slot).
-    let mut slot_span = vec![crate::layout::Span { offset: 0, len: 0 }; reader.slots()];
+    // The span each busy slot was read for (a completion carries only its
+    // slot), and where it starts in the read (spans of a byte-granular
+    // layout are widened to the reader's alignment: `Span::aligned`).
+    let mut slot_span = vec![(crate::layout::Span { offset: 0, len: 0 }, 0); reader.slots()];
+    let alignment = reader.alignment() as u64;
     let mut exhausted = false;
     let mut reads = Vec::new();
     let mut completions = Vec::new();
@@ -93,7 +96,7 @@ where
                 for &r in &reads {
                     let st = q.state.stats();
                     st.reads += 1;
-                    st.bytes += r.span.len as u64;
+                    st.bytes += r.span.aligned(alignment).0.len as u64;
                     queue.push_back((a, r));
                 }
                 q.outstanding += reads.len();
@@ -116,10 +119,11 @@ where
         while !queue.is_empty() {
             let Some(slot) = free_slots.pop() else { break };
             let (a, r) = queue.pop_front().expect("non-empty");
-            slot_span[slot as usize] = r.span;
+            let (read, shift) = r.span.aligned(alignment);
+            slot_span[slot as usize] = (r.span, shift);
             let req = ReadRequest {
-                offset: r.span.offset,
-                len: r.span.len,
+                offset: read.offset,
+                len: read.len,
                 slot,
                 tag: ((a as u64) << 32) | r.key as u64,
             };
@@ -173,13 +177,13 @@ where
         for c in completions.drain(..) {
             let a = (c.tag >> 32) as usize;
             let key = c.tag as u32;
-            let span = slot_span[c.slot as usize];
+            let (span, shift) = slot_span[c.slot as usize];
+            let end = shift + span.len as usize;
             let q = active[a].as_mut().expect("completion for an active query");
             q.outstanding -= 1;
             match c.result {
-                Ok(n) if n >= span.len => {
-                    q.state
-                        .on_read(ctx, key, &reader.slot(c.slot)[..span.len as usize]);
+                Ok(n) if n as usize >= end => {
+                    q.state.on_read(ctx, key, &reader.slot(c.slot)[shift..end]);
                     q.dirty = true;
                 }
                 Ok(n) => {
@@ -190,7 +194,7 @@ where
                         len: span.len as u64,
                         cause: std::io::Error::new(
                             std::io::ErrorKind::UnexpectedEof,
-                            format!("short read: expected {} bytes, found {n}", span.len),
+                            format!("short read: expected {end} bytes, found {n}"),
                         ),
                     });
                 }
