@@ -390,10 +390,14 @@ class Index:
             buffers + node cache. The budget is enforced: one too small for
             the codes and buffers raises ``ValueError`` saying how much is
             needed. ``None`` keeps codes and buffers only (no cache).
-        io : {"auto", "io_uring", "pread", "buffered", "ram"}
+        io : {"auto", "io_uring", "pread", "buffered", "ram", "mmap", "simulated:LAT_NS[,GBPS]"}
             I/O backend. ``"auto"`` picks io_uring with O_DIRECT when the
             machine allows it and falls back otherwise; ``"ram"`` reads the
-            whole index into memory (for tests and small indexes).
+            whole index into memory (for tests and small indexes). The
+            memory tiers (for the ``tiered`` profile): ``"mmap"`` maps the
+            index file and reads it in place (on a DAX/CXL mapping, the
+            tier itself); ``"simulated:1000,10"`` does the same with each
+            read held to 1 µs and the reads to 10 GB/s together.
         navigation_graph : bool
             Start searches from the index's navigation graph, if it has one
             (Starling §4.3). ``False`` starts from the medoid and gives the

@@ -120,12 +120,12 @@ pub struct Args {
     /// (paper 002 §4). Peers do their own I/O.
     #[arg(long, default_value = "auto")]
     io: stratavec_io::Backend,
-    /// Run every stratavec system on each of these tiers in the same
-    /// rounds, as systems named `stratavec-VARIANT@TIER`: `ssd` (the
-    /// --io backend), `mmap` (local memory, the computation bound) and
-    /// `simulated:LAT_NS[,GBPS]` tiers (paper 002's 0.3-3 µs: e.g.
-    /// ssd,mmap,simulated:300,simulated:1000,simulated:3000). Builds once.
-    #[arg(long, value_delimiter = ',')]
+    /// Run every stratavec system on each tier given (repeat the flag) in
+    /// the same rounds, as systems named `stratavec-VARIANT@TIER`: `ssd`
+    /// (the --io backend), `mmap` (local memory, the computation bound) and
+    /// `simulated:LAT_NS[,GBPS]` tiers (paper 002's 0.3-3 µs: e.g. --tier
+    /// ssd --tier mmap --tier simulated:1000,10). Builds once.
+    #[arg(long)]
     tier: Vec<String>,
     /// Rebuild indexes even when a matching one exists.
     #[arg(long)]
