@@ -4,7 +4,7 @@ object per sweep value on stdout. Logs go to stderr. Run it with the peer's
 own venv interpreter, one process per peer:
 
   benchmarks/.venvs/<peer>/bin/python benchmarks/peers/run_peer.py \
-      --peer diskannpy|diskannpy-rust|hnswlib|faiss-ivfpq|bruteforce \
+      --peer diskannpy|diskannpy-rust|hnswlib|faiss-ivfpq|lancedb|bruteforce \
       --data DIR --index-dir DIR --threads 2 -k 10 --sweep 10,20,40 \
       --memory-budget-mb 35.9 --pq-bytes 48 --graph-degree 64 \
       --complexity 128 --alpha 1.2 --beam-width 4 [--rebuild] [--serve]
@@ -53,6 +53,7 @@ PEERS = {
     "diskannpy-rust": "diskannpy_rust",
     "hnswlib": "hnswlib_peer",
     "faiss-ivfpq": "faiss_ivfpq",
+    "lancedb": "lancedb_peer",
     "bruteforce": "bruteforce_peer",
 }
 PARAMS_FILE = "params.json"
@@ -67,7 +68,8 @@ def parse_args(argv=None):
     p.add_argument("--index-dir", required=True, help="this peer's index directory (created if missing)")
     p.add_argument("--threads", type=int, default=2, help="search threads")
     p.add_argument("-k", type=int, default=10)
-    p.add_argument("--sweep", default="10,20,40,60,100,150,200", help="L (DiskANN), ef (hnswlib), nprobe (faiss)")
+    p.add_argument("--sweep", default="10,20,40,60,100,150,200",
+                   help="L (DiskANN), ef (hnswlib), nprobe (faiss), nprobes (lancedb)")
     p.add_argument("--memory-budget-mb", type=float, default=35.9, help="search RAM for DiskANN, 1 MB = 10^6 B")
     p.add_argument("--pq-bytes", type=int, default=48)
     p.add_argument("--graph-degree", type=int, default=64, help="R (DiskANN); hnswlib M defaults to R/2")

@@ -4,14 +4,16 @@
 # .stamp matches its requirement line is left alone; otherwise it is rebuilt.
 #
 # Usage: benchmarks/peers/setup_venvs.sh [peer ...]     (default: all peers)
-#   peers: diskannpy diskannpy-rust hnswlib faiss-ivfpq
+#   peers: diskannpy diskannpy-rust hnswlib faiss-ivfpq lancedb
 #   PYTHON=python3.11 to choose the interpreter (default python3, needs 3.11).
 #
 # diskannpy (C++, 0.7.0) and diskannpy-rust (0.49.1) both install a Python
 # package named `diskannpy`, so they can never share a venv. diskannpy 0.7.0
 # was built against numpy 1.x and needs numpy<2. hnswlib 0.8.0 is an sdist:
 # it compiles with the system C++ compiler (g++) and needs pybind11/numpy at
-# build time (pip's isolated build handles that).
+# build time (pip's isolated build handles that). lancedb is a manylinux wheel
+# (Rust engine inside) that depends on pyarrow; numpy and pyarrow are
+# named because lancedb_peer.py imports both directly.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,6 +25,7 @@ declare -A REQS=(
   [diskannpy-rust]="diskannpy-rust==0.49.1 numpy<3"
   [hnswlib]="hnswlib==0.8.0 numpy<3"
   [faiss-ivfpq]="faiss-cpu==1.15.1 numpy<3"
+  [lancedb]="lancedb==0.40.0 numpy<3 pyarrow"
 )
 # The module each venv must be able to import, as a post-install check.
 declare -A MODS=(
@@ -30,10 +33,11 @@ declare -A MODS=(
   [diskannpy-rust]="diskannpy"
   [hnswlib]="hnswlib"
   [faiss-ivfpq]="faiss"
+  [lancedb]="lancedb"
 )
 
 peers=("$@")
-if [ ${#peers[@]} -eq 0 ]; then peers=(diskannpy diskannpy-rust hnswlib faiss-ivfpq); fi
+if [ ${#peers[@]} -eq 0 ]; then peers=(diskannpy diskannpy-rust hnswlib faiss-ivfpq lancedb); fi
 
 "$PYTHON" - <<'PY'
 import sys
@@ -61,5 +65,5 @@ for peer in "${peers[@]}"; do
   "$dir/bin/python" -c "import ${MODS[$peer]}" >&2
   echo "$req" > "$stamp"
   "$dir/bin/python" -m pip freeze > "$dir/.freeze"
-  echo "[$peer] ok: $(grep -iE '^(diskannpy|hnswlib|faiss|numpy)' "$dir/.freeze" | tr '\n' ' ')" >&2
+  echo "[$peer] ok: $(grep -iE '^(diskannpy|hnswlib|faiss|lancedb|pylance|pyarrow|numpy)' "$dir/.freeze" | tr '\n' ' ')" >&2
 done

@@ -124,6 +124,23 @@ pub struct Args {
     /// 16..=1024.
     #[arg(long)]
     entry_clusters: Option<usize>,
+    /// ivf profile: k-means clusters (paper 002 §6). Default: one per 100
+    /// vectors.
+    #[arg(long)]
+    ivf_clusters: Option<usize>,
+    /// ivf profile: clusters a vector may join, 1..=8 (1: no replication);
+    /// a replica is a 4-byte address, not a copy.
+    #[arg(long, default_value_t = 4)]
+    ivf_replicas: usize,
+    /// ivf profile: a further cluster is joined when its centroid is within
+    /// (1 + this) of the nearest one's distance (SPANN's closure).
+    #[arg(long, default_value_t = 0.2)]
+    ivf_closure: f32,
+    /// ivf profile: where each vector is stored: frequency (beside the
+    /// cluster sample queries read most, §6.2), primary (its nearest
+    /// cluster) or none (id order: every member a small read).
+    #[arg(long, default_value = "frequency")]
+    ivf_grouping: stratavec::layout::ivf_assign::Grouping,
     /// Build threads (default: all cores). The index is identical for any value.
     #[arg(long)]
     threads: Option<usize>,
@@ -157,6 +174,10 @@ pub fn run(a: Args) -> Result<()> {
         store: a.store,
         code_dim: a.code_dim,
         entry_clusters: a.entry_clusters,
+        ivf_clusters: a.ivf_clusters,
+        ivf_replicas: a.ivf_replicas,
+        ivf_closure: a.ivf_closure,
+        ivf_grouping: a.ivf_grouping,
         // What was not given is fitted to the data (and said on stderr).
         unset: stratavec::Unset {
             pq_bytes: a.pq_bytes.is_none(),

@@ -142,6 +142,21 @@ pub const PROFILES: &[Profile] = &[
         width: WidthPolicy::Fixed,
         nav_sample: 0.0,
     },
+    Profile {
+        name: "ivf",
+        about: "Decoupled cluster index (paper 002 §6): balanced clusters, vectors stored once \
+                (grouped by the cluster that reads them most), replicas as addresses; -L is \
+                the clusters probed",
+        shuffle: Shuffle::None,
+        layout: Some(LayoutKind::Ivf),
+        memory: &[],
+        page_search: false,
+        pipeline: false,
+        two_stage: false,
+        pipelined: false,
+        width: WidthPolicy::Fixed,
+        nav_sample: 0.0,
+    },
 ];
 
 /// The profile called `name`; an error lists the known ones.
@@ -168,7 +183,7 @@ mod tests {
         }
         let e = get("gorgeus").unwrap_err().to_string();
         assert!(
-            e.contains("diskann, starling, gorgeous, laser, pipeann, octopus, tiered"),
+            e.contains("diskann, starling, gorgeous, laser, pipeann, octopus, tiered, ivf"),
             "{e}"
         );
         assert!(e.contains("gorgeus"), "{e}");

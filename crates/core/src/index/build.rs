@@ -120,11 +120,33 @@ pub struct BuildParams {
     /// candidates (AlayaLaser §4.1). `None`: √n within 16..=1024.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry_clusters: Option<usize>,
+    /// ivf profile (paper 002 §6): k-means clusters (`None`: one per
+    /// `build_ivf::VECTORS_PER_CLUSTER` vectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ivf_clusters: Option<usize>,
+    /// ivf profile: clusters a vector may join, 1..=8 (1: no replication).
+    #[serde(default = "one")]
+    pub ivf_replicas: usize,
+    /// ivf profile: a further cluster is joined when its centroid is within
+    /// (1 + this) of the nearest's distance (SPANN's closure ε).
+    #[serde(default = "default_ivf_closure")]
+    pub ivf_closure: f32,
+    /// ivf profile: where each vector is stored (§6.2).
+    #[serde(default)]
+    pub ivf_grouping: crate::layout::ivf_assign::Grouping,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
     #[serde(skip)]
     pub unset: Unset,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_ivf_closure() -> f32 {
+    0.2
 }
 
 fn default_nav_degree() -> usize {
@@ -252,6 +274,10 @@ impl Default for BuildParams {
             store: None,
             code_dim: None,
             entry_clusters: None,
+            ivf_clusters: None,
+            ivf_replicas: 4,
+            ivf_closure: default_ivf_closure(),
+            ivf_grouping: Default::default(),
             unset: Unset::default(),
         }
     }
@@ -311,6 +337,27 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
             ),
             &p.shuffle,
         );
+    }
+    if p.layout_kind() == LayoutKind::Ivf {
+        if p.shuffle != Shuffle::None {
+            return arg("shuffle", "none with the ivf layout", &p.shuffle);
+        }
+        if !super::build_ivf::supports(p.metric) {
+            return arg(
+                "metric",
+                "l2 or cosine for the ivf layout (clusters are ranked by L2 to their centroids)",
+                &p.metric,
+            );
+        }
+        if !(1..=8).contains(&p.ivf_replicas) {
+            return arg("ivf_replicas", "1..=8", &p.ivf_replicas);
+        }
+        if p.ivf_clusters == Some(0) {
+            return arg("ivf_clusters", "at least 1", &0);
+        }
+        if !(p.ivf_closure >= 0.0 && p.ivf_closure.is_finite()) {
+            return arg("ivf_closure", "a finite number >= 0", &p.ivf_closure);
+        }
     }
     if p.layout_kind() == LayoutKind::Csr && p.shuffle != Shuffle::None {
         return arg(
@@ -442,7 +489,7 @@ fn check_f16_range(data: &[f32], dim: usize, source: &str) -> Result<()> {
 }
 
 /// Creates `path` and writes it through a buffer; errors name the file.
-fn write_file(
+pub(super) fn write_file(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<()> {
@@ -557,6 +604,15 @@ pub fn build_index_with_ids(
         Ok(v)
     })?;
     stage("prepare", t, 0.0);
+    if params.layout_kind() == LayoutKind::Ivf {
+        let input = super::build_ivf::Input {
+            data: &f32_data,
+            data_dtype,
+            dim,
+            ids,
+        };
+        return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
+    }
 
     // 2. The graph.
     checkpoint(progress, dir, "graph")?;

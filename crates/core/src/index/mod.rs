@@ -1,5 +1,6 @@
 //! The index directory: build, commit, manifest, open and search.
 pub mod build;
+pub mod build_ivf;
 pub mod cache_load;
 pub mod commit;
 pub mod fit;

@@ -19,6 +19,7 @@ use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
 use crate::quant::record_scorer::RecordScorer;
 use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
+use crate::search::ivf::Ivf;
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, PIPELINED_WIDTH, READ_SLOTS};
 use crate::search::{
@@ -499,7 +500,19 @@ impl Index {
     /// can validate all its arguments before any output or work.
     pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
         params.check()?;
-        let chosen = strategy_for(params, self.metric(), self.record_codes.is_some());
+        let chosen = strategy_for(
+            params,
+            self.metric(),
+            self.record_codes.is_some(),
+            self.layout.clusters().is_some(),
+        );
+        if self.layout.clusters().is_some() && params.radius.is_some() {
+            return Err(Error::argument(
+                format!("search of {} (profile ivf)", self.dir.display()),
+                "a k-NN search (range search is not built for the cluster index)",
+                "a radius",
+            ));
+        }
         if self.record_codes.is_some() && params.radius.is_some() {
             return Err(Error::argument(
                 format!("search of {} (profile laser)", self.dir.display()),
@@ -659,12 +672,15 @@ impl Index {
         let io_before = proc_self_io();
         let t0 = Instant::now();
         // The one place a strategy is chosen (COMPOSITION.md, example A).
-        let (mut out, ends) = match strategy_for(params, ctx.metric, ctx.record_codes.is_some()) {
-            Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
-            Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
-            Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
-            Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
-        };
+        let clusters = ctx.layout.clusters().is_some();
+        let (mut out, ends) =
+            match strategy_for(params, ctx.metric, ctx.record_codes.is_some(), clusters) {
+                Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
+                Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
+                Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
+                Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
+                Chosen::Ivf(s) => run_batch(&ctx, &s, readers, &shape),
+            };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
         let mut io_wait = 0.0;
@@ -715,10 +731,23 @@ enum Chosen {
     TwoStage(TwoStage),
     Laser(Laser),
     Pipe(Pipe),
+    Ivf(Ivf),
 }
 
 /// The strategy `params` ask for.
-fn strategy_for(params: &SearchParams, metric: Metric, record_codes: bool) -> Chosen {
+fn strategy_for(
+    params: &SearchParams,
+    metric: Metric,
+    record_codes: bool,
+    clusters: bool,
+) -> Chosen {
+    // A cluster index is read cluster by cluster: -L is the clusters
+    // probed (paper 002 §6).
+    if clusters {
+        return Chosen::Ivf(Ivf {
+            nprobe: params.complexity,
+        });
+    }
     // An index whose records carry the codes has none in RAM: only the
     // laser search can estimate its neighbours.
     if record_codes {

@@ -2,8 +2,8 @@
 //! pages file's header is turned into the layout that reads it.
 
 use super::{
-    csr, position_map, BlockedLayout, CoupledLayout, CsrLayout, LaserLayout, Layout, PagesHeader,
-    ReplicatedLayout, SeparatedLayout,
+    csr, ivf, position_map, BlockedLayout, CoupledLayout, CsrLayout, IvfLayout, LaserLayout,
+    Layout, PagesHeader, ReplicatedLayout, SeparatedLayout,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,9 @@ pub enum LayoutKind {
     /// Paper 002 §5: packed records back to back, an offsets array; for
     /// byte-granular tiers.
     Csr,
+    /// Paper 002 §6: vectors stored once, clusters as groups and address
+    /// lists (the ivf profile; not a graph).
+    Ivf,
 }
 
 pub const KINDS: &[(LayoutKind, &str)] = &[
@@ -35,6 +38,7 @@ pub const KINDS: &[(LayoutKind, &str)] = &[
     (LayoutKind::Separated, "separated"),
     (LayoutKind::Laser, "laser"),
     (LayoutKind::Csr, "csr"),
+    (LayoutKind::Ivf, "ivf"),
 ];
 
 impl LayoutKind {
@@ -105,5 +109,6 @@ pub fn from_header(
                 .map_err(|e| Error::index(pages_path, "header", "a laser layout", e))?,
         ),
         LayoutKind::Csr => Box::new(CsrLayout::open(header, &file(csr::OFFSETS_FILE)?)?),
+        LayoutKind::Ivf => Box::new(IvfLayout::open(header, &file(ivf::CLUSTERS_FILE)?)?),
     })
 }

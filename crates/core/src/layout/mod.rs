@@ -7,6 +7,8 @@ pub mod blocked;
 pub mod coupled;
 pub mod csr;
 pub mod header;
+pub mod ivf;
+pub mod ivf_assign;
 pub mod kind;
 pub mod laser;
 pub mod position_map;
@@ -20,6 +22,7 @@ pub use blocked::BlockedLayout;
 pub use coupled::CoupledLayout;
 pub use csr::CsrLayout;
 pub use header::PagesHeader;
+pub use ivf::IvfLayout;
 pub use kind::LayoutKind;
 pub use laser::LaserLayout;
 pub use record::NodeView;
@@ -105,6 +108,11 @@ pub trait Layout: Send + Sync {
     /// The quantized codes of a record's neighbours, for layouts whose
     /// records carry them (laser, AlayaLaser §3.2); `None` otherwise.
     fn neighbour_codes<'a>(&self, _record: &'a [u8]) -> Option<laser::NeighbourCodes<'a>> {
+        None
+    }
+    /// The cluster index this layout is (the ivf layout, paper 002 §6):
+    /// what its search reads a cluster by. `None` for the graph layouts.
+    fn clusters(&self) -> Option<&ivf::IvfLayout> {
         None
     }
     /// Adjacency lists of other nodes replicated in the block read for

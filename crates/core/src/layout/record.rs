@@ -79,6 +79,16 @@ impl<'a> NodeView<'a> {
         }
     }
 
+    /// A record that is a vector alone (the ivf layout's records).
+    pub fn vector_only(vector: &'a [u8]) -> Self {
+        NodeView {
+            vector,
+            neighbors: &[],
+            degree: 0,
+            id_bits: 32,
+        }
+    }
+
     pub fn degree(&self) -> usize {
         self.degree
     }

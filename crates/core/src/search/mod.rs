@@ -4,6 +4,7 @@ pub mod batch;
 pub mod beam;
 pub mod block;
 pub mod context;
+pub mod ivf;
 pub mod laser;
 pub mod pipe;
 pub mod query;

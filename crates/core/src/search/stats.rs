@@ -37,6 +37,10 @@ pub struct QueryStats {
     /// OctopusANN §4.3.1's "read but unexplored").
     #[serde(default)]
     pub wasted: u64,
+    /// Single-vector reads of a cluster search: members stored outside the
+    /// probed clusters' groups (paper 002 §6.2's small I/Os).
+    #[serde(default)]
+    pub small_reads: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -53,5 +57,6 @@ impl std::ops::AddAssign for QueryStats {
         self.exact_ns += o.exact_ns;
         self.estimate_ns += o.estimate_ns;
         self.wasted += o.wasted;
+        self.small_reads += o.small_reads;
     }
 }

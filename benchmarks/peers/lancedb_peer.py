@@ -1,0 +1,348 @@
+"""LanceDB (PyPI `lancedb`): an embedded vector database. The base vectors go
+into a Lance table (`id` = row number of base.fbin, `vector` = fixed-size
+list of float32) in the index directory, with an IVF_PQ index on `vector`
+(L2, 8-bit codes): the on-disk cluster index LanceDB users run. The sweep
+value is `nprobes`; every query re-ranks its `refine_factor x k` best PQ
+candidates by exact distance (REFINE_FACTOR below), as stratavec does.
+
+Build (child process):
+  - num_partitions = min(--ivf-nlist, n // 40) (at least 1): Lance trains
+    on num_partitions x sample_rate vectors and refuses (it trains fewer
+    partitions, with a warning) when that is more than n, so sample_rate =
+    min(256, n // num_partitions), and every vector is a training point for
+    small n, as in the faiss peer.
+  - num_sub_vectors = --pq-bytes (8-bit codes: one byte per sub-vector). It
+    must divide d; otherwise the divisor of d nearest to it (the smaller
+    one on a tie) is used and logged. Both values used are in params.json.
+  - --build-threads: LANCE_CPU_THREADS (Lance's compute pool, where k-means
+    and PQ training run) and TOKIO_WORKER_THREADS (LanceDB's async runtime)
+    are set to it before lancedb is imported. Lance has no seed for its
+    k-means, so two builds differ slightly.
+
+Search (this process): LANCE_CPU_THREADS and TOKIO_WORKER_THREADS = --threads.
+Lance reads local files on its IO pool (LANCE_IO_THREADS, left at Lance's
+default of 8 for local files) from tokio's blocking-thread pool; that pool
+cannot be sized from Python. The CPU all of them burn is in cpu_util.
+
+Query path: the async API's multi-vector query,
+    tbl.query().nearest_to([q_1..q_m]).nprobes(p).refine_factor(r).limit(k)
+       .select(["id", "_distance"]).to_arrow()
+with m = QUERY_CHUNK queries a call (rows come back tagged `query_index`),
+driven from one event loop thread. Measured on the 20k subset (2 vCPUs,
+nprobes 4 / 32 of 500 partitions; the machine shared with a compiler, so
+roughly):
+    sync table.search(q)...to_arrow(), 1 query a call      222 / 143 QPS
+    the same from 2 Python threads                         242 / 193
+    async single-vector queries, 2 in flight (gather)      366 / 260
+    multi-vector, 20 queries a call, 1 in flight           908 / 641
+    multi-vector, 100 a call                               703 / 333
+    multi-vector, 1000 a call (RSS grew by 1.4 GB)         604 / 216
+The sync path converts every vector to a Python list and builds a pydantic
+query object: ~1 ms of Python a query. The multi-vector call pays the plan
+set-up once per chunk; past a few tens of vectors LanceDB's per-call
+buffers grow faster than the saving. With 20 a call, a second call in flight
+(asyncio gather, or a second Python thread) did not raise QPS: one call
+already keeps the tokio workers and the compute pool busy.
+
+Memory: LanceDB's only memory knob is the Session: `index_cache_size_bytes`
+(IVF partitions, PQ codes) and `metadata_cache_size_bytes` (manifests, file
+and page metadata), both LRU by bytes. --memory-budget-mb is split 7/8 to the
+index cache and 1/8 to the metadata cache, and the index is prewarmed into
+it at load. Those caps hold (session_cache_bytes in every row), but the
+search is NOT bounded by the budget: Lance reads its files with buffered I/O,
+so the kernel's page cache keeps the data file (the full vectors the refine
+step reads) and any index partition evicted from the Session, and the
+process's own buffers (Arrow batches, DataFusion plans, the runtimes) are
+not capped either. Hence memory_bounded is false in every row, with
+memory_note saying why; reads_per_query is the device reads the kernel saw
+(near 0 once the page cache holds the files).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import numpy as np
+
+from peer_common import MB, Peer, log, read_bin_header, read_fbin
+
+TABLE = "vectors"
+REFINE_FACTOR = 4  # re-rank the 4k best PQ candidates by exact L2 (k=10: 40)
+QUERY_CHUNK = 20  # query vectors per multi-vector call (see the table above)
+WRITE_ROWS = 65536  # rows per Arrow batch while writing the table
+META_CACHE_SHARE = 8  # 1/8 of the budget to the metadata cache, the rest to the index cache
+PQ_BITS = 8
+MAX_ITERATIONS = 50  # Lance's default k-means iterations
+
+
+def nearest_divisor(d: int, want: int) -> int:
+    """The divisor of d closest to want (the smaller one on a tie)."""
+    divisors = [x for x in range(1, d + 1) if d % x == 0]
+    return min(divisors, key=lambda x: (abs(x - want), x))
+
+
+def lance_sizes(index_dir: str) -> dict:
+    """Bytes of the Lance dataset directory, and of its parts: data files
+    (the full vectors and ids), _indices (the IVF_PQ index) and the rest
+    (manifests, transactions)."""
+    root = os.path.join(index_dir, f"{TABLE}.lance")
+    parts = {"data": 0, "_indices": 0}
+    files = {}
+    total = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            size = os.path.getsize(path)
+            rel = os.path.relpath(path, index_dir)
+            files[rel] = size
+            total += size
+            top = os.path.relpath(path, root).split(os.sep)[0]
+            if top in parts:
+                parts[top] += size
+    return {
+        "lance_dataset_bytes": total,
+        "lance_data_bytes": parts["data"],
+        "lance_indices_bytes": parts["_indices"],
+        "lance_other_bytes": total - parts["data"] - parts["_indices"],
+        "lance_files": files,
+    }
+
+
+def set_threads(n: int) -> dict:
+    """Thread counts LanceDB reads from the environment when its runtimes
+    start (lazily, at the first connect): must run before that."""
+    env = {"LANCE_CPU_THREADS": str(n), "TOKIO_WORKER_THREADS": str(n)}
+    os.environ.update(env)
+    return env
+
+
+class _Loop:
+    """An asyncio loop on its own thread: the async LanceDB API is driven
+    from here, and search_one may be called from several Python threads."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="lancedb-peer-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+class LanceDbIvfPq(Peer):
+    key = "lancedb"
+    label = "LanceDB IVF_PQ (refine x4)"
+    dist = "lancedb"
+    sweep_name = "nprobes"
+    # Its files are read through the page cache: the kernel counts a read
+    # only when a page was not cached (see README, memory).
+    on_disk = True
+    # search_one waits in Future.result() with the GIL released while Rust
+    # searches; two Python threads gave more QPS than one.
+    gil_free_single = True
+
+    def build_params(self, n: int, d: int) -> dict:
+        a = self.args
+        nlist = max(1, min(a.ivf_nlist, n // 40))
+        m = nearest_divisor(d, a.pq_bytes)
+        return {
+            "index_type": "IVF_PQ",
+            "metric": "l2",
+            "num_partitions": nlist,
+            "num_partitions_requested": a.ivf_nlist,
+            "num_sub_vectors": m,
+            "pq_bytes_requested": a.pq_bytes,
+            "num_bits": PQ_BITS,
+            "max_iterations": MAX_ITERATIONS,
+            "sample_rate": max(1, min(256, n // nlist)),
+            "table": TABLE,
+            "columns": {"id": "int64", "vector": f"fixed_size_list<float32, {d}>"},
+            "build_threads": a.build_threads,
+        }
+
+    def build(self, base_path: str, index_dir: str, params: dict) -> dict:
+        import time
+
+        env = set_threads(params["build_threads"])
+        import lancedb
+        import pyarrow as pa
+        from lancedb.index import IvfPq
+
+        n, d = read_bin_header(base_path)
+        if params["num_sub_vectors"] != params["pq_bytes_requested"]:
+            log(f"note: --pq-bytes {params['pq_bytes_requested']} does not divide d={d}; "
+                f"using num_sub_vectors={params['num_sub_vectors']}")
+        if params["num_partitions"] != params["num_partitions_requested"]:
+            log(f"note: --ivf-nlist {params['num_partitions_requested']} clamped to "
+                f"{params['num_partitions']} (at most n/40 for n={n})")
+        base = read_fbin(base_path, mmap=True)
+        schema = pa.schema([pa.field("id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), d))])
+
+        def batches():
+            for s in range(0, n, WRITE_ROWS):
+                e = min(n, s + WRITE_ROWS)
+                flat = pa.array(np.ascontiguousarray(base[s:e], dtype=np.float32).reshape(-1))
+                yield pa.record_batch(
+                    [pa.array(np.arange(s, e, dtype=np.int64)), pa.FixedSizeListArray.from_arrays(flat, d)],
+                    schema=schema,
+                )
+
+        db = lancedb.connect(index_dir)
+        t0 = time.perf_counter()
+        tbl = db.create_table(params["table"], data=pa.RecordBatchReader.from_batches(schema, batches()))
+        write_s = time.perf_counter() - t0
+        rows = tbl.count_rows()
+        if rows != n:
+            raise SystemExit(f"lancedb: table has {rows} rows, base.fbin {n}")
+        t0 = time.perf_counter()
+        tbl.create_index(
+            "vector",
+            config=IvfPq(
+                distance_type=params["metric"],
+                num_partitions=params["num_partitions"],
+                num_sub_vectors=params["num_sub_vectors"],
+                num_bits=params["num_bits"],
+                max_iterations=params["max_iterations"],
+                sample_rate=params["sample_rate"],
+            ),
+        )
+        index_s = time.perf_counter() - t0
+        idx = tbl.list_indices()
+        if len(idx) != 1:
+            raise SystemExit(f"lancedb: expected one index, found {idx}")
+        stats = tbl.index_stats(idx[0].name)
+        if stats.num_indexed_rows != n or stats.num_unindexed_rows:
+            raise SystemExit(f"lancedb: index covers {stats.num_indexed_rows} rows of {n} ({stats})")
+        log(f"lancedb: wrote {n} rows in {write_s:.1f}s, IVF_PQ index in {index_s:.1f}s")
+        sizes = lance_sizes(index_dir)
+        sizes.pop("lance_files")
+        return {
+            "write_s": write_s,
+            "index_s": index_s,
+            "index_name": idx[0].name,
+            "num_indexed_rows": stats.num_indexed_rows,
+            "thread_env": env,
+            **sizes,
+        }
+
+    def load(self, index_dir: str, params: dict, n: int, d: int) -> dict:
+        a = self.args
+        self.env = set_threads(a.threads)
+        import lancedb
+
+        budget = int(round(a.memory_budget_mb * MB))
+        self.meta_cap = budget // META_CACHE_SHARE
+        self.index_cap = budget - self.meta_cap
+        self.session = lancedb.Session(
+            index_cache_size_bytes=self.index_cap, metadata_cache_size_bytes=self.meta_cap
+        )
+        self.io = _Loop()
+
+        async def open_table():
+            # An absolute path: connect_async takes a relative one starting
+            # with "db" for a LanceDB Cloud name.
+            db = await lancedb.connect_async(os.path.abspath(index_dir), session=self.session)
+            tbl = await db.open_table(params["table"])
+            names = [i.name for i in await tbl.list_indices()]
+            if not names:
+                raise SystemExit(f"lancedb: no index on {index_dir}/{params['table']}.lance")
+            for name in names:
+                await tbl.prewarm_index(name)
+            return tbl
+
+        self.tbl = self.io.run(open_table())
+        self.sizes = lance_sizes(index_dir)
+        held = self.session.size_bytes
+        self.memory_note = (
+            f"LanceDB Session caps its index cache at {self.index_cap} B and its metadata cache at "
+            f"{self.meta_cap} B (7/8 and 1/8 of the budget); not bounded: the kernel page cache that serves "
+            f"Lance's buffered reads of the data file (refine reads full vectors) and of evicted index "
+            f"partitions, and the process's query buffers"
+        )
+        log(f"lancedb: session caches hold {held} B after prewarm (caps {self.index_cap} + {self.meta_cap} B)")
+        return {
+            "memory_bytes": held,
+            "memory_model": "bytes LanceDB's Session caches hold after prewarming the index (capped at the budget)",
+            "memory_budget_bytes": budget,
+            "index_cache_cap_bytes": self.index_cap,
+            "metadata_cache_cap_bytes": self.meta_cap,
+            "session_bytes_after_load": held,
+            "session_items_after_load": self.session.approx_num_items,
+            "not_counted": "page cache of the Lance files (the full vectors re-ranking reads), query buffers",
+        }
+
+    def _query(self, vecs, k: int, nprobes: int):
+        # select _distance explicitly: Lance adds it anyway and warns on
+        # every query when it is not asked for.
+        return (
+            self.tbl.query()
+            .nearest_to(vecs)
+            .nprobes(nprobes)
+            .refine_factor(REFINE_FACTOR)
+            .limit(k)
+            .select(["id", "_distance"])
+            .to_arrow()
+        )
+
+    @staticmethod
+    def _unpack(t, m: int, k: int) -> np.ndarray:
+        """Rows of one multi-vector result (tagged query_index, absent for a
+        single vector) into an (m, k) id array sorted by distance, -1 where a
+        query got fewer than k rows."""
+        ids = t.column("id").to_numpy()
+        dist = t.column("_distance").to_numpy()
+        if "query_index" in t.column_names:
+            qi = t.column("query_index").to_numpy().astype(np.int64)
+        else:
+            qi = np.zeros(len(ids), dtype=np.int64)
+        order = np.lexsort((dist, qi))
+        ids, qi = ids[order], qi[order]
+        starts = np.concatenate([[0], np.cumsum(np.bincount(qi, minlength=m))[:-1]])
+        pos = np.arange(len(qi)) - starts[qi]
+        keep = pos < k
+        out = np.full((m, k), -1, dtype=np.int64)
+        out[qi[keep], pos[keep]] = ids[keep]
+        return out
+
+    def search_batch(self, queries, k, value):
+        nq = len(queries)
+
+        async def run_all():
+            parts = []
+            for s in range(0, nq, QUERY_CHUNK):
+                chunk = queries[s : s + QUERY_CHUNK]
+                t = await self._query([row for row in chunk], k, value)
+                parts.append(self._unpack(t, len(chunk), k))
+            return np.concatenate(parts)
+
+        ids = self.io.run(run_all())
+        short = int((ids < 0).any(axis=1).sum())
+        if short:
+            log(f"lancedb: {short} of {nq} queries got fewer than {k} results at nprobes={value}")
+        extra = {
+            "refine_factor": REFINE_FACTOR,
+            "rerank_candidates": REFINE_FACTOR * k,
+            "nprobes": value,
+            "query_path": f"async multi-vector query, {QUERY_CHUNK} vectors a call, one call in flight",
+            "query_chunk": QUERY_CHUNK,
+            "search_threads_used": self.args.threads,
+            "thread_env": self.env,
+            "queries_short": short,
+            "memory_bounded": False,
+            "memory_note": self.memory_note,
+            "index_cache_cap_bytes": self.index_cap,
+            "metadata_cache_cap_bytes": self.meta_cap,
+            "session_cache_bytes": self.session.size_bytes,
+            "session_cache_items": self.session.approx_num_items,
+        }
+        extra.update(self.sizes)
+        return ids, extra
+
+    def search_one(self, query, k, value):
+        t = self.io.run(self._query(query, k, value))
+        return self._unpack(t, 1, k)[0]
+
+
+PEER = LanceDbIvfPq

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The second-tier memory section of BENCHMARKS.md (issue #23, paper 002),
+# every step one `stratavec bench` run (systems interleaved by round):
+#   1. graph indexes on each tier, wordnet-minilm, 2 threads, 20% budget:
+#      coupled (diskann), blocked (starling), CSR (tiered, tiered-f16), each
+#      on the SSD (io_uring + O_DIRECT), in local memory (mmap: the
+#      computation bound) and on simulated tiers of 0.3, 1 and 3 µs a read
+#      (TIER_GBPS GB/s link, default 16); 3 rounds;
+#   2. the cross-query software pipeline (§5): tiered on the 1 µs tier and
+#      in local memory at 1, 2, 4, 8, 16, 32, 64 queries in flight a thread
+#      (2 threads, L = TIER_L, default 40);
+#   3. the tables (benchmarks/tiered_table.py) into BENCHMARKS.md.
+# Steps can be chosen: `benchmarks/tiered.sh 2 3`. Index builds are reused
+# from .cache/bench. Run it with nothing else on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=${*:-1 2 3}
+cargo build --release -q -p stratavec-cli
+bin=${CARGO_TARGET_DIR:-target}/release/stratavec
+data=.cache/wordnet-minilm
+res=benchmarks/results
+work=.cache/bench
+mkdir -p "$res" "$work"
+has() { [[ " $steps " == *" $1 "* ]]; }
+[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
+gbps=${TIER_GBPS:-16}
+sweep=${TIER_SWEEP:-20,25,30,40,50,60,80,100,150}
+tiers=(--tier ssd --tier mmap --tier "simulated:300,$gbps" --tier "simulated:1000,$gbps" --tier "simulated:3000,$gbps")
+
+if has 1; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/tiered-graph-384.jsonl" \
+    --profiles diskann,starling,tiered,tiered-f16 "${tiers[@]}" \
+    --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0.5 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 2; then
+  for q in 1 2 4 8 16 32 64; do
+    "$bin" bench --data "$data" --work "$work" --out "$res/tiered-inflight-q$q.jsonl" \
+      --profiles tiered --tier mmap --tier "simulated:1000,$gbps" \
+      --threads 2 --in-flight "$q" --memory-fraction 0.2 -L "${TIER_L:-40}" --rounds 3 \
+      --min-pass-seconds 0.5 --device-seconds 0 --sustained-seconds 0
+  done
+fi
+if has 3; then
+  py=benchmarks/.venvs/plot/bin/python
+  [ -x "$py" ] || py=python3
+  "$py" benchmarks/tiered_table.py --results "$res" --out "$res/tiered.md" --into BENCHMARKS.md \
+    --plot benchmarks/plots/tiered.png
+fi

@@ -1,0 +1,213 @@
+"""The second-tier memory section of BENCHMARKS.md from `stratavec bench`
+rows (benchmarks/tiered.sh writes them).
+
+    python benchmarks/tiered_table.py --results benchmarks/results \
+        --out benchmarks/results/tiered.md --into BENCHMARKS.md \
+        [--plot benchmarks/plots/tiered.png]
+
+Reads tiered-graph-384.jsonl (graph layouts x tiers, every system in the
+same rounds): per system and tier, the index amplification (every file of
+the index over the raw float32 vectors), and at recall@10 0.90 / 0.95 the
+highest QPS reaching it (median over rounds of each L), its reads and CPU
+a query, and QPS against diskann on the SSD computed within each round.
+Then the cross-query software pipeline (tiered-inflight-q*.jsonl: QPS
+against queries in flight a thread), and issue #23's targets with the
+figure measured. Standard library, plus matplotlib for --plot (QPS at
+recall@10 0.95 against amplification, a line a tier — paper 002's
+Figures 9 and 13 — and QPS against queries in flight).
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+
+import rounds
+from laser_table import caption, number
+from pipeann_table import spread_cell
+
+TARGETS = (0.90, 0.95)
+BASELINE = "stratavec-diskann@ssd"
+
+
+def split(system):
+    """`stratavec-tiered@simulated:1000,16` -> ("tiered", "simulated:1000,16")."""
+    name, _, tier = system.replace("stratavec-", "").partition("@")
+    return name, tier or "—"
+
+
+def amplification(p, run):
+    raw = float(run["n"]) * float(run["d"]) * 4
+    return float(p["index_bytes"]) / raw
+
+
+def graph_table(path):
+    rows = rounds.load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    per = rounds.searches(rows)
+    base = per.get(BASELINE, [])
+    head = "| system | tier | amplification |" + "".join(
+        f" R@10 ≥ {t:.2f}: QPS (L) | reads | CPU µs | QPS vs diskann@ssd |" for t in TARGETS)
+    out = [caption(run, path), "", head, "|---|---|---:|" + "---:|---:|---:|---:|" * len(TARGETS)]
+    for s, rs in per.items():
+        pts = rounds.collapse(rs)
+        name, tier = split(s)
+        cells = [name, tier, f"{amplification(pts[0], run):.2f}×"]
+        for t in TARGETS:
+            p = rounds.at_recall(pts, t)
+            if p is None:
+                cells += ["never", "—", "—", "—"]
+                continue
+            cells += [f"{p['qps']:,.0f} (L={p['L']})",
+                      number(p.get("reads_per_query"), lambda v: f"{v:.1f}"),
+                      number(p.get("cpu_us_per_query"), lambda v: f"{v:,.0f}"),
+                      rounds.ratio_cell(rs, base, t) if base and rs is not base else "—"]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def inflight_table(results):
+    found = []
+    for path in glob.glob(os.path.join(results, "tiered-inflight-q*.jsonl")):
+        m = re.search(r"-q(\d+)\.jsonl$", path)
+        if m:
+            found.append((int(m.group(1)), path))
+    if not found:
+        return []
+    out = ["| queries in flight a thread | tier | L | recall@10 | QPS | p50 µs | CPU µs a query |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for q, path in sorted(found):
+        for s, rs in rounds.searches(rounds.load(path)).items():
+            for p in rounds.collapse(rs):
+                out.append(f"| {q} | {split(s)[1]} | {p['L']} | {float(p['recall_at_10']):.3f} | "
+                           f"{float(p['qps']):,.0f} | {float(p['p50_us']):,.0f} | "
+                           f"{number(p.get('cpu_us_per_query'), lambda v: f'{v:,.0f}')} |")
+    return out
+
+
+def targets(results, target=0.95):
+    out = ["| target | measured | |", "|---|---|---|"]
+
+    def row(what, values, ok, fmt=spread_cell):
+        if not values:
+            out.append(f"| {what} | not measured | |")
+            return
+        verdict = "met" if ok(statistics.median(values)) else "not met"
+        out.append(f"| {what} | {fmt(values)} | {verdict} |")
+
+    path = os.path.join(results, "tiered-graph-384.jsonl")
+    if not os.path.exists(path):
+        return out
+    rows = rounds.load(path)
+    per = rounds.searches(rows)
+    base = per.get(BASELINE, [])
+    sim1 = next((s for s in per if s.startswith("stratavec-tiered@simulated:1000")), None)
+    if sim1:
+        row(f"tiered (CSR) at 1 µs ≥ 2× diskann's SSD QPS at R@10 {target:.2f}",
+            rounds.ratios_by_round(per[sim1], base, target), lambda v: v >= 2.0)
+
+    def size(system):
+        rs = per.get(system)
+        return float(rs[0]["index_bytes"]) if rs else None
+
+    for csr, coupled, label in (("stratavec-tiered@ssd", BASELINE, "f32"),):
+        a, b = size(csr), size(coupled)
+        if a and b:
+            row(f"tiered index bytes ≤ 0.9× the coupled layout's ({label}, every file)",
+                [a / b], lambda v: v <= 0.9, fmt=lambda v: f"{v[0]:.3f}× ({a / 1e6:.1f} vs {b / 1e6:.1f} MB)")
+    f16 = size("stratavec-tiered-f16@ssd")
+    if f16 and size(BASELINE):
+        out.append(f"| (beside it) tiered with f16 records against the f32 coupled layout | "
+                   f"{f16 / size(BASELINE):.3f}× ({f16 / 1e6:.1f} MB) | |")
+    return out
+
+
+def inflight_points(results):
+    """(tier, queries in flight, median QPS) from tiered-inflight-q*.jsonl."""
+    out = []
+    for path in glob.glob(os.path.join(results, "tiered-inflight-q*.jsonl")):
+        m = re.search(r"-q(\d+)\.jsonl$", path)
+        if not m:
+            continue
+        for sys_name, rs in rounds.searches(rounds.load(path)).items():
+            for p in rounds.collapse(rs):
+                out.append((split(sys_name)[1], int(m.group(1)), float(p["qps"])))
+    return sorted(out)
+
+
+def plot(results, out_path, target=0.95):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    path = os.path.join(results, "tiered-graph-384.jsonl")
+    rows = rounds.load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    by_tier = {}
+    for s, rs in rounds.searches(rows).items():
+        pts = rounds.collapse(rs)
+        p = rounds.at_recall(pts, target)
+        if p is None:
+            continue
+        name, tier = split(s)
+        by_tier.setdefault(tier, []).append((amplification(pts[0], run), float(p["qps"]), name))
+    for tier, pts in by_tier.items():
+        pts.sort()
+        ax1.plot([a for a, _, _ in pts], [q for _, q, _ in pts], marker="o", label=tier)
+        for a, q, name in pts:
+            ax1.annotate(name, (a, q), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax1.set_xlabel("index amplification (index bytes / raw float32 vectors)")
+    ax1.set_ylabel(f"QPS at recall@10 ≥ {target}")
+    ax1.set_yscale("log")
+    ax1.set_title("graph layouts on each tier")
+    ax1.grid(alpha=0.3)
+    ax1.legend(fontsize=8)
+    infl = inflight_points(results)
+    for tier in dict.fromkeys(t for t, _, _ in infl):
+        pts = [(q, v) for t, q, v in infl if t == tier]
+        ax2.plot([q for q, _ in pts], [v for _, v in pts], marker="o", label=f"tiered @ {tier}")
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("queries in flight a thread (2 threads)")
+    ax2.set_ylabel("QPS")
+    ax2.set_title("the cross-query software pipeline")
+    ax2.grid(alpha=0.3)
+    if infl:
+        ax2.legend(fontsize=8)
+    fig.suptitle(f"{run.get('dataset')} ({run.get('n')} x {run.get('d')}), "
+                 f"{run.get('threads')} threads, 20% budget")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+    fig.savefig(out_path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default="benchmarks/results")
+    ap.add_argument("--out")
+    ap.add_argument("--into", help="replace the text between the tiered-tables markers of this "
+                    "file (BENCHMARKS.md) with the tables")
+    ap.add_argument("--plot", help="also write the figure (PNG; needs matplotlib)")
+    a = ap.parse_args()
+    lines = []
+    path = os.path.join(a.results, "tiered-graph-384.jsonl")
+    if os.path.exists(path):
+        lines += ["Graph layouts on each tier (`ssd`: io_uring + O_DIRECT; `mmap`: the index "
+                  "file mapped, local memory — the computation bound; `simulated:LAT_NS,GBPS`: "
+                  "the mapping with each read held to that latency and the reads together to "
+                  "that bandwidth). Amplification: every file of the index over the raw float32 "
+                  "vectors.", ""] + graph_table(path) + [""]
+    infl = inflight_table(a.results)
+    if infl:
+        lines += ["The cross-query software pipeline (paper 002 §5): tiered at one L, 2 threads, "
+                  "as the queries each thread keeps in flight grow (3 rounds, medians; raw rows "
+                  "`benchmarks/results/tiered-inflight-q*.jsonl`):", ""] + infl + [""]
+    if a.plot and os.path.exists(path):
+        plot(a.results, a.plot)
+        lines += [f"![QPS against amplification on each tier, and against queries in flight]"
+                  f"({os.path.relpath(a.plot)})", ""]
+    lines += ["Issue #23's targets (wordnet-minilm):", ""] + targets(a.results) + [""]
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "tiered-tables")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+//! Building the `ivf` profile (paper 002 §6): no graph — balanced k-means
+//! clusters with replication (`layout::ivf_assign`), each vector stored once
+//! in the group chosen by the grouping, the clusters' address lists after
+//! the vectors (`layout::ivf`), centroids and directory in `clusters.bin`.
+//! Staged and committed like every index: a failed build leaves the
+//! previous one as it was.
+
+use super::build::{peak_rss_bytes, stored_dtype, write_report, BuildParams, BuildReport};
+use super::commit::{file_entry, Staging};
+use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
+use crate::data::{DType, Metric};
+use crate::error::{FileContext, Result};
+use crate::layout::ivf::{IvfLayout, CLUSTERS_FILE};
+use crate::layout::ivf_assign::{AssignParams, Assignment};
+use crate::layout::LayoutKind;
+use crate::util::rng::Rng;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::time::Instant;
+
+/// Vectors a cluster holds on average when `ivf_clusters` is not given:
+/// a group of ~100 records at 384-d float32 is one ~150 KB read.
+pub const VECTORS_PER_CLUSTER: usize = 100;
+/// Sample vectors standing in for the workload when ranking clusters by how
+/// often they are read (§6.2's h_j), and the clusters each probes.
+const SAMPLE_QUERIES: usize = 2000;
+const SAMPLE_NPROBE: usize = 8;
+
+/// The clusters for `n` vectors when not given.
+pub fn default_clusters(n: usize) -> usize {
+    n.div_ceil(VECTORS_PER_CLUSTER).max(1)
+}
+
+/// What the build is given.
+pub struct Input<'a> {
+    /// Row-major f32 (normalised for cosine).
+    pub data: &'a [f32],
+    /// The caller's element type (for `store`).
+    pub data_dtype: DType,
+    pub dim: usize,
+    /// Ids given with the data, kept as every profile keeps them.
+    pub ids: Option<&'a [i64]>,
+}
+
+/// Builds the ivf index of `input` in `staging` and commits it.
+pub fn build(
+    input: &Input,
+    staging: Staging,
+    params: &BuildParams,
+    pool: &rayon::ThreadPool,
+    mut report: BuildReport,
+    t_all: Instant,
+) -> Result<BuildReport> {
+    let (data, dim) = (input.data, input.dim);
+    let n = data.len() / dim;
+    let dtype = stored_dtype(params.store, input.data_dtype)?;
+    let t = Instant::now();
+    let ap = AssignParams {
+        clusters: params.ivf_clusters.unwrap_or_else(|| default_clusters(n)),
+        replicas: params.ivf_replicas,
+        closure: params.ivf_closure,
+        balance: 1.5,
+        iters: 10,
+        seed: params.seed,
+    };
+    let a = pool.install(|| Assignment::build(data, dim, &ap));
+    report
+        .stages
+        .push(("clusters".into(), t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    let mut rng = Rng::new(params.seed ^ 0x4851_5259);
+    let sample = rng.sample(n, SAMPLE_QUERIES.min(n));
+    let mut queries = Vec::with_capacity(sample.len() * dim);
+    for &i in &sample {
+        queries.extend_from_slice(&data[i * dim..(i + 1) * dim]);
+    }
+    let h = a.frequencies(&queries, SAMPLE_NPROBE);
+    let storage = a.storage(a.group_of(params.ivf_grouping, &h).as_deref());
+    let lists: Vec<Vec<u32>> = a
+        .members
+        .iter()
+        .enumerate()
+        .map(|(j, m)| {
+            let (s, l) = storage.groups[j];
+            m.iter()
+                .map(|&v| storage.position[v as usize])
+                .filter(|p| !(s..s + l).contains(p))
+                .collect()
+        })
+        .collect();
+    let layout = IvfLayout::new(
+        params.page_size,
+        dim,
+        dtype,
+        a.centroids.clone(),
+        &storage,
+        &lists,
+    );
+    let pages = staging.dir.join("pages.bin");
+    let mut w =
+        BufWriter::with_capacity(8 << 20, std::fs::File::create(&pages).at("create", &pages)?);
+    let vector_bytes = |id: u32, out: &mut [u8]| {
+        let v = &data[id as usize * dim..(id as usize + 1) * dim];
+        if dtype == DType::F16 {
+            stratavec_simd::half::encode_f16(v, out);
+        } else {
+            for (o, x) in out.chunks_exact_mut(4).zip(v) {
+                o.copy_from_slice(&x.to_le_bytes());
+            }
+        }
+    };
+    layout
+        .write(&mut w, &storage.order, &lists, &vector_bytes)
+        .and_then(|_| w.flush())
+        .at("write", &pages)?;
+    drop(w);
+    let cpath = staging.dir.join(CLUSTERS_FILE);
+    let mut w = BufWriter::new(std::fs::File::create(&cpath).at("create", &cpath)?);
+    layout
+        .write_clusters(&mut w)
+        .and_then(|_| w.flush())
+        .at("write", &cpath)?;
+    drop(w);
+    let mut names = vec!["pages.bin", CLUSTERS_FILE];
+    if let Some(ids) = input.ids {
+        let path = staging.dir.join(super::ids::IDS_FILE);
+        super::build::write_file(&path, |w| super::ids::write(w, ids))?;
+        names.push(super::ids::IDS_FILE);
+    }
+    report
+        .stages
+        .push(("write".into(), t.elapsed().as_secs_f64()));
+    let mut files = BTreeMap::new();
+    for name in names {
+        files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
+    }
+    report.index_bytes = files.values().map(|f| f.bytes).sum();
+    let mut chosen = report.chosen.clone();
+    let small: u64 = storage.small_reads(&a, &h);
+    chosen.insert(
+        "ivf".into(),
+        format!(
+            "{} clusters, replication {:.2}, grouping {}: {:.1} small reads a sample query",
+            a.clusters(),
+            a.replication(),
+            params.ivf_grouping,
+            small as f64 / sample.len().max(1) as f64
+        ),
+    );
+    let mut build = params.clone();
+    build.layout = Some(LayoutKind::Ivf);
+    build.ivf_clusters = Some(a.clusters());
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        profile: params.profile.clone(),
+        dtype,
+        dim,
+        n,
+        metric: params.metric,
+        build,
+        layout: LayoutKind::Ivf.name().into(),
+        page_size: params.page_size,
+        quantizer: "none (exact distances over clusters)".into(),
+        medoid: 0,
+        graph_mean_degree: 0.0,
+        files,
+        chosen: chosen.clone(),
+    };
+    let mpath = staging.dir.join(MANIFEST);
+    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    report.chosen = chosen;
+    report.peak_rss_bytes = peak_rss_bytes();
+    report.total_s = t_all.elapsed().as_secs_f64();
+    write_report(&staging.dir, &report)?;
+    staging.commit()?;
+    Ok(report)
+}
+
+/// The metrics the cluster search ranks centroids for (squared L2 over
+/// normalised vectors ranks cosine too; inner product it does not).
+pub fn supports(metric: Metric) -> bool {
+    metric != Metric::InnerProduct
+}

@@ -1,0 +1,141 @@
+//! The `ivf` profile (paper 002 §6): probing every cluster scores every
+//! vector exactly once, so the answer is the exact one, whatever the
+//! replication and grouping and whatever reads the records (SSD reads
+//! widened to pages, memory tiers); grouping cuts the small reads;
+//! replicated ids resolve to their one stored vector; bad parameters are
+//! refused by name.
+
+mod common;
+
+use common::*;
+use stratavec::data::Metric;
+use stratavec::layout::ivf_assign::Grouping;
+use stratavec::layout::LayoutKind;
+use stratavec::{Backend, BuildParams, Index, OpenOptions, SearchParams};
+
+const N: usize = 3000;
+const NQ: usize = 40;
+const DIM: usize = 24;
+
+fn params(replicas: usize, grouping: Grouping) -> BuildParams {
+    BuildParams {
+        profile: "ivf".into(),
+        layout: Some(LayoutKind::Ivf),
+        ivf_clusters: Some(30),
+        ivf_replicas: replicas,
+        ivf_closure: 0.5,
+        ivf_grouping: grouping,
+        ..small_params(Metric::L2)
+    }
+}
+
+fn probe(index: &Index, queries: &[f32], nprobe: usize) -> stratavec::BatchResult {
+    let p = SearchParams {
+        complexity: nprobe,
+        ..search_params(10, nprobe)
+    };
+    index.search_batch(queries, DIM, &p).unwrap()
+}
+
+#[test]
+fn probing_every_cluster_is_exact_and_grouping_cuts_small_reads() {
+    let tmp = tempdir();
+    let (base, queries) = synth(N, NQ, DIM, 41);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let mut small = Vec::new();
+    for (replicas, grouping) in [
+        (1, Grouping::Primary),
+        (4, Grouping::None),
+        (4, Grouping::Primary),
+        (4, Grouping::Frequency),
+    ] {
+        let dir = tmp.path().join(format!("r{replicas}-{grouping}"));
+        build_f32(&dir, &base, DIM, &params(replicas, grouping), 2);
+        for io in [
+            Backend::Auto,
+            Backend::Buffered,
+            Backend::Mmap,
+            "simulated:300".parse().unwrap(),
+        ] {
+            let index = Index::open(
+                &dir,
+                &OpenOptions {
+                    io,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(index.profile.name, "ivf");
+            let all = probe(&index, &queries, 30);
+            assert_eq!(recall_of(&all, &gt, 10), 1.0, "r{replicas} {grouping} {io}");
+            check_results(&all, &base, &queries, DIM, Metric::L2);
+            // Every vector scored once: no id twice in an answer.
+            for ids in id_lists(&all) {
+                let mut s = ids.clone();
+                s.sort_unstable();
+                s.dedup();
+                assert_eq!(s.len(), ids.len());
+            }
+        }
+        let index = open(&dir);
+        let few = probe(&index, &queries, 10);
+        let reads: u64 = few.stats.iter().map(|s| s.small_reads).sum();
+        small.push((replicas, grouping, reads, recall_of(&few, &gt, 10)));
+    }
+    eprintln!("(replicas, grouping, small reads, recall at nprobe 10): {small:?}");
+    let get = |r, g| small.iter().find(|s| s.0 == r && s.1 == g).unwrap();
+    // Without replication and grouped by primary: a cluster is its group.
+    assert_eq!(get(1, Grouping::Primary).2, 0);
+    // §6.2: the greedy issues far fewer small reads than id order.
+    assert!(
+        get(4, Grouping::Frequency).2 * 5 < get(4, Grouping::None).2,
+        "{small:?}"
+    );
+    // Replication widens what a probe sees.
+    assert!(
+        get(4, Grouping::Frequency).3 >= get(1, Grouping::Primary).3,
+        "{small:?}"
+    );
+}
+
+#[test]
+fn bad_ivf_parameters_are_refused_by_name() {
+    let tmp = tempdir();
+    let (base, _) = synth(500, 1, DIM, 5);
+    for (p, words) in [
+        (
+            BuildParams {
+                ivf_replicas: 9,
+                ..params(1, Grouping::Frequency)
+            },
+            vec!["ivf_replicas", "1..=8", "9"],
+        ),
+        (
+            BuildParams {
+                ivf_clusters: Some(0),
+                ..params(1, Grouping::Frequency)
+            },
+            vec!["ivf_clusters", "0"],
+        ),
+        (
+            BuildParams {
+                metric: Metric::InnerProduct,
+                ..params(1, Grouping::Frequency)
+            },
+            vec!["metric", "ivf"],
+        ),
+    ] {
+        let e = stratavec::build_index(
+            stratavec::data::Vectors::f32(&base, DIM).unwrap(),
+            "test data",
+            &tmp.path().join("x"),
+            &p,
+            1,
+            &stratavec::progress::Silent,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_mentions(&e, &words);
+        assert!(!tmp.path().join("x").exists());
+    }
+}
