@@ -9,13 +9,21 @@
 #   2. the cross-query software pipeline (§5): tiered on the 1 µs tier and
 #      in local memory at 1, 2, 4, 8, 16, 32, 64 queries in flight a thread
 #      (2 threads, L = TIER_L, default 40);
-#   3. the tables (benchmarks/tiered_table.py) into BENCHMARKS.md.
-# Steps can be chosen: `benchmarks/tiered.sh 2 3`. Index builds are reused
+#   3. the tables and the figure (benchmarks/tiered_table.py) into
+#      BENCHMARKS.md;
+#   4. cluster indexes (ivf, §6) in local memory and on the 1 µs tier:
+#      replication 1, 2, 4, 8 grouped by frequency, and 4 in id order
+#      (ivf-nogroup), -L = nprobe;
+#   5. cluster indexes on the SSD with LanceDB (IVF_PQ on disk) in the same
+#      rounds (fewer points: a cluster read is ~150 KB, so a query reads
+#      megabytes and a pass takes seconds).
+# Steps can be chosen: `benchmarks/tiered.sh 2 3`; with no argument 1 2 4
+# 5 3. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3}
+steps=${*:-1 2 4 5 3}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -41,6 +49,18 @@ if has 2; then
       --threads 2 --in-flight "$q" --memory-fraction 0.2 -L "${TIER_L:-40}" --rounds 3 \
       --min-pass-seconds 0.5 --device-seconds 0 --sustained-seconds 0
   done
+fi
+if has 4; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/tiered-ivf-384.jsonl" \
+    --profiles ivf-r1,ivf-r2,ivf,ivf-r8,ivf-nogroup --tier mmap --tier "simulated:1000,$gbps" \
+    --threads 2 --memory-fraction 0.2 -L "${IVF_SWEEP:-10,15,20,30,40,60,80,120}" --rounds 3 \
+    --min-pass-seconds 0.5 --device-seconds 0 --sustained-seconds 0
+fi
+if has 5; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/tiered-ivf-ssd.jsonl" \
+    --profiles diskann,ivf-r1,ivf --tier ssd --peers "${IVF_PEERS:-lancedb}" \
+    --threads 2 --memory-fraction 0.2 -L "${IVF_SSD_SWEEP:-10,20,40}" --rounds 2 \
+    --min-pass-seconds 0 --device-seconds 0 --sustained-seconds 0
 fi
 if has 3; then
   py=benchmarks/.venvs/plot/bin/python

@@ -66,6 +66,46 @@ def graph_table(path):
     return out
 
 
+def ivf_table(path):
+    """Cluster indexes: amplification, QPS at each target, reads and small
+    reads a query there, and QPS against diskann@ssd when the run has it."""
+    rows = rounds.load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    per = rounds.searches(rows)
+    base = per.get(BASELINE, [])
+    head = "| system | tier | amplification |" + "".join(
+        f" R@10 ≥ {t:.2f}: QPS (nprobe) | reads | small reads | CPU µs | QPS vs diskann@ssd |"
+        for t in TARGETS)
+    out = [caption(run, path), "", head, "|---|---|---:|" + "---:|---:|---:|---:|---:|" * len(TARGETS)]
+    for s, rs in per.items():
+        pts = rounds.collapse(rs)
+        name, tier = split(s)
+        amp = f"{amplification(pts[0], run):.2f}×" if pts[0].get("index_bytes") else "—"
+        cells = [name, tier, amp]
+        for t in TARGETS:
+            p = rounds.at_recall(pts, t)
+            if p is None:
+                cells += ["never", "—", "—", "—", "—"]
+                continue
+            cells += [f"{p['qps']:,.0f} ({p['L']})",
+                      number(p.get("reads_per_query"), lambda v: f"{v:.1f}"),
+                      number(p.get("small_reads_per_query"), lambda v: f"{v:.1f}"),
+                      number(p.get("cpu_us_per_query"), lambda v: f"{v:,.0f}"),
+                      rounds.ratio_cell(rs, base, t) if base and rs is not base else "—"]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def small_read_cut(per, tier):
+    """1 - small reads of ivf (grouped) over ivf-nogroup's, at each L both
+    ran on `tier` (same replication, same clusters probed)."""
+    def by_l(system):
+        return {p["L"]: float(p.get("small_reads_per_query") or 0)
+                for p in rounds.collapse(per.get(system, []))}
+    g, ng = by_l(f"stratavec-ivf@{tier}"), by_l(f"stratavec-ivf-nogroup@{tier}")
+    return [1 - g[l] / ng[l] for l in g if l in ng and ng[l] > 0]
+
+
 def inflight_table(results):
     found = []
     for path in glob.glob(os.path.join(results, "tiered-inflight-q*.jsonl")):
@@ -115,6 +155,29 @@ def targets(results, target=0.95):
         if a and b:
             row(f"tiered index bytes ≤ 0.9× the coupled layout's ({label}, every file)",
                 [a / b], lambda v: v <= 0.9, fmt=lambda v: f"{v[0]:.3f}× ({a / 1e6:.1f} vs {b / 1e6:.1f} MB)")
+    ivf = os.path.join(results, "tiered-ivf-384.jsonl")
+    if os.path.exists(ivf):
+        irows = rounds.load(ivf)
+        run = next((r for r in irows if r.get("kind") == "run"), {})
+        iper = rounds.searches(irows)
+        for system in ("stratavec-ivf@mmap", "stratavec-ivf-r8@mmap"):
+            rs = iper.get(system)
+            if rs:
+                amp = amplification(rounds.collapse(rs)[0], run)
+                row(f"{split(system)[0]} (replication and grouping) amplification ≤ 1.3×", [amp],
+                    lambda v: v <= 1.3, fmt=lambda v: f"{v[0]:.3f}×")
+        cut = small_read_cut(iper, "mmap")
+        row("ivf issues ≥ 60% fewer small reads than without grouping (replication 4, each nprobe)",
+            cut, lambda v: v >= 0.6,
+            fmt=lambda v: f"{100 * statistics.median(v):.1f}% fewer (median; {100 * min(v):.1f}–{100 * max(v):.1f}% over nprobe)")
+    ssd = os.path.join(results, "tiered-ivf-ssd.jsonl")
+    if os.path.exists(ssd):
+        sper = rounds.searches(rounds.load(ssd))
+        lance = next((s for s in sper if "lancedb" in s), None)
+        for system in ("stratavec-ivf@ssd", "stratavec-ivf-r1@ssd"):
+            if lance and system in sper:
+                row(f"{split(system)[0]} on the SSD ≥ LanceDB's QPS at R@10 0.90",
+                    rounds.ratios_by_round(sper[system], sper[lance], 0.90), lambda v: v >= 1.0)
     f16 = size("stratavec-tiered-f16@ssd")
     if f16 and size(BASELINE):
         out.append(f"| (beside it) tiered with f16 records against the f32 coupled layout | "
@@ -196,6 +259,16 @@ def main():
                   "the mapping with each read held to that latency and the reads together to "
                   "that bandwidth). Amplification: every file of the index over the raw float32 "
                   "vectors.", ""] + graph_table(path) + [""]
+    for name, what in (("tiered-ivf-384.jsonl", "Cluster indexes (ivf) in local memory and on the 1 µs "
+                         "tier: replication 1 (classic IVF, each vector in its cluster's group), 2, "
+                         "4, 8 with grouping by frequency (§6.2), and 4 in id order (`ivf-nogroup`: "
+                         "every member a small read, §6.1). Small reads: single-vector reads of "
+                         "members stored outside the probed groups."),
+                       ("tiered-ivf-ssd.jsonl", "Cluster indexes on the SSD, with LanceDB (IVF_PQ on "
+                        "disk) in the same rounds:")):
+        p = os.path.join(a.results, name)
+        if os.path.exists(p):
+            lines += [what, ""] + ivf_table(p) + [""]
     infl = inflight_table(a.results)
     if infl:
         lines += ["The cross-query software pipeline (paper 002 §5): tiered at one L, 2 threads, "

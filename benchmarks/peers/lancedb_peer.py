@@ -27,42 +27,74 @@ cannot be sized from Python. The CPU all of them burn is in cpu_util.
 Query path: the async API's multi-vector query,
     tbl.query().nearest_to([q_1..q_m]).nprobes(p).refine_factor(r).limit(k)
        .select(["id", "_distance"]).to_arrow()
-with m = QUERY_CHUNK queries a call (rows come back tagged `query_index`),
-driven from one event loop thread. Measured on the 20k subset (2 vCPUs,
-nprobes 4 / 32 of 500 partitions; the machine shared with a compiler, so
-roughly):
-    sync table.search(q)...to_arrow(), 1 query a call      222 / 143 QPS
-    the same from 2 Python threads                         242 / 193
-    async single-vector queries, 2 in flight (gather)      366 / 260
-    multi-vector, 20 queries a call, 1 in flight           908 / 641
-    multi-vector, 100 a call                               703 / 333
-    multi-vector, 1000 a call (RSS grew by 1.4 GB)         604 / 216
-The sync path converts every vector to a Python list and builds a pydantic
-query object: ~1 ms of Python a query. The multi-vector call pays the plan
-set-up once per chunk; past a few tens of vectors LanceDB's per-call
-buffers grow faster than the saving. With 20 a call, a second call in flight
-(asyncio gather, or a second Python thread) did not raise QPS: one call
-already keeps the tokio workers and the compute pool busy.
+with m = QUERY_CHUNK = 20 queries a call (rows come back tagged
+`query_index`), one call at a time, from one event-loop thread. Measured on
+the 20k subset (500 partitions, refine 4, whole index in the Session,
+LANCE_CPU_THREADS = TOKIO_WORKER_THREADS = 2; the 2 vCPUs shared with another
+benchmark, so only the ratios mean anything), QPS at nprobes 8, two passes:
+    sync table.search(q)...to_arrow(), 1 query a call     ~0.8x the next row (*)
+    async, 1 query a call, 1 in flight                    331, 355
+    async, 1 query a call, 2 in flight                    423, 488
+    async, 1 query a call, from 2 Python threads          443, 424
+    multi-vector, 10 a call, 1 / 2 in flight              688, 801 / 757, 864
+    multi-vector, 20 a call, 1 / 2 in flight              817, 795 / 868, 780
+    multi-vector, 50 a call, 1 / 2 in flight              875, 926 / 774, 886
+(*) 222 vs 281 at nprobes 4, 143 vs 175 at 32, in an earlier run. The sync
+path turns every vector into a Python list and builds a pydantic query object
+per call; every call, sync or async, then pays ~1.5 ms of CPU to plan and set
+up, which a multi-vector call pays once per chunk. From 10 to 50 a call the
+differences are within the noise; past that they lose (100 a call: 703 QPS
+against 863 for 10 at nprobes 4; 1000 a call: 604, and RSS grew by 1.4 GB at
+nprobes 32), and a second call in flight gains nothing consistent. So the
+batch sends 20 a call, one call in flight, and its threads are LanceDB's own
+(search_threads_used = --threads). search_one (the latency pass) is the same
+query with one vector, from --threads Python threads (2 threads beat 1, see
+above).
+
+Refine factor: fixed at 4 (40 candidates at k=10), so a sweep point differs
+only in nprobes. On the 20k subset with every partition probed, recall@10 is
+0.675 with refine 1 (no re-rank: faiss IVF-PQ's ceiling), 0.858 with 2, 0.953
+with 4, 0.988 with 8; stratavec needs a re-rank depth of ~25-34 for 0.95 at
+48-byte codes (BENCHMARKS.md), so 4 x k is the smallest power-of-two factor
+that lets LanceDB reach 0.95 at all, with the depth stratavec re-ranks.
 
 Memory: LanceDB's only memory knob is the Session: `index_cache_size_bytes`
-(IVF partitions, PQ codes) and `metadata_cache_size_bytes` (manifests, file
-and page metadata), both LRU by bytes. --memory-budget-mb is split 7/8 to the
-index cache and 1/8 to the metadata cache, and the index is prewarmed into
-it at load. Those caps hold (session_cache_bytes in every row), but the
-search is NOT bounded by the budget: Lance reads its files with buffered I/O,
-so the kernel's page cache keeps the data file (the full vectors the refine
-step reads) and any index partition evicted from the Session, and the
-process's own buffers (Arrow batches, DataFusion plans, the runtimes) are
-not capped either. Hence memory_bounded is false in every row, with
-memory_note saying why; reads_per_query is the device reads the kernel saw
-(near 0 once the page cache holds the files).
+(IVF centroids, partitions of PQ codes and row ids) and
+`metadata_cache_size_bytes` (manifests, file and page metadata), LRU by
+bytes (defaults 6 GiB and 1 GiB). The metadata cache gets 1/8 of
+--memory-budget-mb. Lance's cache accounting charges each IVF partition far
+more than Session.size_bytes says it holds (20k subset: ~0.3-0.4 MB an entry,
+about the size of the PQ codebook, against ~5 KB), so an index cache capped
+at the other 7/8 of 6.1 MB keeps ~30 of 517 entries, re-decodes partitions
+from the page cache on every query and runs 2.2x slower at nprobes 32 (289
+vs 639 QPS) and 3.5x at 500 (26 vs 90), although the whole index is 2.6 MB.
+So the peer prewarms the index with Lance's default cap when the index files
+are no larger than 7/8 of the budget, and keeps that when Session.size_bytes
+then fits the budget (cache_mode "whole index", memory_bytes = that size);
+otherwise it reopens with the index cache capped at 7/8 of the budget in
+Lance's accounting (cache_mode "capped", memory_bytes = the budget).
+session_cache_bytes in each row is what the Session holds after the batch.
+
+Either way the search is NOT bounded by the budget: Lance reads its files
+with buffered I/O, so the kernel's page cache keeps the data file (the full
+vectors the refine step reads) and any partition not in the Session, and the
+process's own buffers (Arrow batches, DataFusion plans, the runtimes) are not
+capped. Hence memory_bounded is false in every row, memory_note says why, and
+lance_page_cache_bytes (mincore(2) on the dataset's files after the batch)
+shows the unbounded part; reads_per_query is what the kernel read from the
+device (0 once the page cache holds the files). lancedb 0.40.0 has no
+O_DIRECT or block-cache setting that would make it read past the page cache.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import mmap
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -74,6 +106,7 @@ QUERY_CHUNK = 20  # query vectors per multi-vector call (see the table above)
 WRITE_ROWS = 65536  # rows per Arrow batch while writing the table
 META_CACHE_SHARE = 8  # 1/8 of the budget to the metadata cache, the rest to the index cache
 PQ_BITS = 8
+LANCE_DEFAULT_INDEX_CACHE = 6 * 2**30  # Lance's default index cache cap (6 GiB)
 MAX_ITERATIONS = 50  # Lance's default k-means iterations
 
 
@@ -108,6 +141,52 @@ def lance_sizes(index_dir: str) -> dict:
         "lance_other_bytes": total - parts["data"] - parts["_indices"],
         "lance_files": files,
     }
+
+
+_LIBC = []
+
+
+def _libc():
+    if _LIBC:
+        return _LIBC[0]
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    _LIBC.append(libc)
+    return libc
+
+
+def page_cache_bytes(paths) -> int | None:
+    """Bytes of these files the kernel page cache holds now (mincore(2) on a
+    read-only mapping; nothing is read). This is the RAM serving Lance's
+    buffered reads that no LanceDB setting bounds. None if mincore fails."""
+    try:
+        libc = _libc()
+        total = 0
+        for path in paths:
+            size = os.path.getsize(path)
+            if size == 0:
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+                if addr is None or addr == ctypes.c_void_p(-1).value:
+                    return None
+                try:
+                    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+                    vec = (ctypes.c_ubyte * pages)()
+                    if libc.mincore(ctypes.c_void_p(addr), size, vec) != 0:
+                        return None
+                    total += int((np.frombuffer(vec, dtype=np.uint8) & 1).sum()) * mmap.PAGESIZE
+                finally:
+                    libc.munmap(ctypes.c_void_p(addr), size)
+            finally:
+                os.close(fd)
+        return total
+    except (OSError, AttributeError):
+        return None
 
 
 def set_threads(n: int) -> dict:
@@ -163,8 +242,6 @@ class LanceDbIvfPq(Peer):
         }
 
     def build(self, base_path: str, index_dir: str, params: dict) -> dict:
-        import time
-
         env = set_threads(params["build_threads"])
         import lancedb
         import pyarrow as pa
@@ -232,45 +309,74 @@ class LanceDbIvfPq(Peer):
         self.env = set_threads(a.threads)
         import lancedb
 
-        budget = int(round(a.memory_budget_mb * MB))
-        self.meta_cap = budget // META_CACHE_SHARE
-        self.index_cap = budget - self.meta_cap
-        self.session = lancedb.Session(
-            index_cache_size_bytes=self.index_cap, metadata_cache_size_bytes=self.meta_cap
-        )
         self.io = _Loop()
-
-        async def open_table():
-            # An absolute path: connect_async takes a relative one starting
-            # with "db" for a LanceDB Cloud name.
-            db = await lancedb.connect_async(os.path.abspath(index_dir), session=self.session)
-            tbl = await db.open_table(params["table"])
-            names = [i.name for i in await tbl.list_indices()]
-            if not names:
-                raise SystemExit(f"lancedb: no index on {index_dir}/{params['table']}.lance")
-            for name in names:
-                await tbl.prewarm_index(name)
-            return tbl
-
-        self.tbl = self.io.run(open_table())
         self.sizes = lance_sizes(index_dir)
+        self.paths = [os.path.join(index_dir, rel) for rel in self.sizes["lance_files"]]
+        self.budget = budget = int(round(a.memory_budget_mb * MB))
+        self.meta_cap = budget // META_CACHE_SHARE
+        index_budget = budget - self.meta_cap
+
+        def open_session(index_cap: int):
+            session = lancedb.Session(index_cache_size_bytes=index_cap, metadata_cache_size_bytes=self.meta_cap)
+
+            async def open_table():
+                # An absolute path: connect_async takes a relative one
+                # starting with "db" for a LanceDB Cloud name.
+                db = await lancedb.connect_async(os.path.abspath(index_dir), session=session)
+                tbl = await db.open_table(params["table"])
+                names = [i.name for i in await tbl.list_indices()]
+                if not names:
+                    raise SystemExit(f"lancedb: no index on {index_dir}/{params['table']}.lance")
+                for name in names:
+                    await tbl.prewarm_index(name)
+                return tbl
+
+            return session, self.io.run(open_table())
+
+        # Lance's cache accounting charges an IVF partition ~60-80x what
+        # Session.size_bytes says it holds (module docstring, Memory): try
+        # the whole index under Lance's default cap first, keep it if it
+        # really fits the budget, else cap at 7/8 of the budget.
+        self.cache_mode = "capped"
+        if self.sizes["lance_indices_bytes"] <= index_budget:
+            session, tbl = open_session(LANCE_DEFAULT_INDEX_CACHE)
+            if session.size_bytes <= budget:
+                self.cache_mode = "whole index"
+                self.index_cap = LANCE_DEFAULT_INDEX_CACHE
+            else:
+                log(f"lancedb: the prewarmed index takes {session.size_bytes} B > budget {budget} B: capping")
+                del tbl, session
+        if self.cache_mode == "capped":
+            self.index_cap = index_budget
+            session, tbl = open_session(self.index_cap)
+        self.session, self.tbl = session, tbl
         held = self.session.size_bytes
+        cached = page_cache_bytes(self.paths)
+        if self.cache_mode == "whole index":
+            how = (f"the whole prewarmed index fits: LanceDB's Session holds {held} B <= the budget {budget} B "
+                   f"(index cache left at Lance's default cap, metadata cache capped at {self.meta_cap} B)")
+        else:
+            how = (f"LanceDB Session caps its index cache at {self.index_cap} B and its metadata cache at "
+                   f"{self.meta_cap} B (7/8 and 1/8 of the budget, in Lance's own accounting)")
         self.memory_note = (
-            f"LanceDB Session caps its index cache at {self.index_cap} B and its metadata cache at "
-            f"{self.meta_cap} B (7/8 and 1/8 of the budget); not bounded: the kernel page cache that serves "
-            f"Lance's buffered reads of the data file (refine reads full vectors) and of evicted index "
-            f"partitions, and the process's query buffers"
+            f"{how}; not bounded: the kernel page cache that serves Lance's buffered reads of the data file "
+            f"(refine reads full vectors) and of index partitions not in the Session (lance_page_cache_bytes), "
+            f"and the process's query buffers"
         )
-        log(f"lancedb: session caches hold {held} B after prewarm (caps {self.index_cap} + {self.meta_cap} B)")
+        log(f"lancedb: {self.cache_mode}: session caches hold {held} B after prewarm; page cache holds "
+            f"{cached} B of the dataset's {self.sizes['lance_dataset_bytes']} B")
         return {
-            "memory_bytes": held,
-            "memory_model": "bytes LanceDB's Session caches hold after prewarming the index (capped at the budget)",
+            "memory_bytes": held if self.cache_mode == "whole index" else budget,
+            "memory_model": "whole index: what LanceDB's Session holds after prewarming (<= budget); capped: "
+                            "the Session caps (= budget). Not counted, not bounded: the page cache holding the "
+                            "Lance files (lance_page_cache_bytes), query buffers",
+            "cache_mode": self.cache_mode,
             "memory_budget_bytes": budget,
             "index_cache_cap_bytes": self.index_cap,
             "metadata_cache_cap_bytes": self.meta_cap,
             "session_bytes_after_load": held,
             "session_items_after_load": self.session.approx_num_items,
-            "not_counted": "page cache of the Lance files (the full vectors re-ranking reads), query buffers",
+            "page_cache_bytes_after_load": cached,
         }
 
     def _query(self, vecs, k: int, nprobes: int):
@@ -332,10 +438,15 @@ class LanceDbIvfPq(Peer):
             "queries_short": short,
             "memory_bounded": False,
             "memory_note": self.memory_note,
+            "cache_mode": self.cache_mode,
             "index_cache_cap_bytes": self.index_cap,
             "metadata_cache_cap_bytes": self.meta_cap,
             "session_cache_bytes": self.session.size_bytes,
+            "session_within_budget": self.session.size_bytes <= self.budget,
             "session_cache_items": self.session.approx_num_items,
+            # ~0.6 ms for the handful of files, inside the timed call
+            # (nothing after the batch call can add fields to its row)
+            "lance_page_cache_bytes": page_cache_bytes(self.paths),
         }
         extra.update(self.sizes)
         return ids, extra

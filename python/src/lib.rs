@@ -221,7 +221,8 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
-    column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None
+    column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
+    ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -250,6 +251,10 @@ fn build_index<'py>(
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
     code_dim: Option<i64>,
     entry_clusters: Option<i64>,
+    ivf_clusters: Option<i64>,
+    ivf_replicas: i64,
+    ivf_closure: f32,
+    ivf_grouping: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
@@ -303,6 +308,14 @@ fn build_index<'py>(
         entry_clusters: entry_clusters
             .map(|c| count("entry_clusters", c, 1))
             .transpose()?,
+        ivf_clusters: ivf_clusters
+            .map(|c| count("ivf_clusters", c, 1))
+            .transpose()?,
+        ivf_replicas: count("ivf_replicas", ivf_replicas, 1)?,
+        ivf_closure,
+        ivf_grouping: ivf_grouping
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(format!("ivf_grouping: {e}")))?,
         unset: stratavec::Unset {
             pq_bytes: pq_bytes.is_none(),
             page_size: page_size.is_none(),
@@ -522,6 +535,7 @@ fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Boun
     d.set_item("exact", col(&|s| s.exact).into_pyarray(py))?;
     d.set_item("estimated", col(&|s| s.estimated).into_pyarray(py))?;
     d.set_item("wasted", col(&|s| s.wasted).into_pyarray(py))?;
+    d.set_item("small_reads", col(&|s| s.small_reads).into_pyarray(py))?;
     let lat: Vec<f64> = r.stats.iter().map(|s| s.latency_us).collect();
     d.set_item("latency_us", lat.into_pyarray(py))?;
     d.set_item("nq", nq)?;

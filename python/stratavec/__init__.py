@@ -166,6 +166,10 @@ def build_index(
     id_column: Optional[str] = None,
     code_dim: Optional[int] = None,
     entry_clusters: Optional[int] = None,
+    ivf_clusters: Optional[int] = None,
+    ivf_replicas: int = 4,
+    ivf_closure: float = 0.2,
+    ivf_grouping: str = "frequency",
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -257,6 +261,14 @@ def build_index(
     entry_clusters : int, optional
         ``laser`` profile: k-means clusters whose nearest vectors are the
         entry candidates (AlayaLaser §4.1). Default: √n within 16..1024.
+    ivf_clusters, ivf_replicas, ivf_closure, ivf_grouping
+        ``ivf`` profile (second-tier memory paper §6): k-means clusters
+        (default one per 100 vectors), clusters a vector may join (1..8; a
+        replica is a 4-byte address), the closure ε (a further cluster is
+        joined within (1 + ε) of the nearest centroid's distance), and where
+        each vector is stored: ``"frequency"`` (beside the cluster sample
+        queries read most), ``"primary"`` or ``"none"`` (id order). Search
+        an ivf index with ``complexity`` = the clusters probed.
     ids : array-like of int, optional
         One unique integer id a vector (int64, like faiss's
         ``add_with_ids``), kept in the index: :meth:`Index.search` returns
@@ -340,6 +352,10 @@ def build_index(
         ids=ids,
         code_dim=code_dim,
         entry_clusters=entry_clusters,
+        ivf_clusters=ivf_clusters,
+        ivf_replicas=ivf_replicas,
+        ivf_closure=ivf_closure,
+        ivf_grouping=ivf_grouping,
     )
 
 

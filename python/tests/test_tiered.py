@@ -29,3 +29,21 @@ def test_tiered_index_answers_the_same_on_every_tier(tmp_path):
     assert (answers["simulated:500,5"] == answers["auto"]).all()
     with pytest.raises(ValueError, match="simulated:LAT_NS"):
         stratavec.Index.open(tmp_path / "i", io="simulated:1us")
+
+
+def test_ivf_full_probe_is_exact_and_reports_small_reads(tmp_path):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2000, 16)).astype(np.float32)
+    q = rng.standard_normal((30, 16)).astype(np.float32)
+    stratavec.build_index(x, tmp_path / "v", profile="ivf", ivf_clusters=20, ivf_replicas=3,
+                          ivf_closure=0.5, ivf_grouping="none", threads=2)
+    index = stratavec.Index.open(tmp_path / "v", io="mmap")
+    assert index.profile == "ivf"
+    _, ids, stats = index.search(q, k=10, complexity=20, return_stats=True)
+    d2 = ((q[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    truth = np.argsort(d2, axis=1)[:, :10]
+    assert (np.sort(ids, axis=1) == np.sort(truth, axis=1)).all()
+    # id order: every member of every probed cluster is a small read.
+    assert (stats["small_reads"] > 0).all()
+    with pytest.raises(ValueError, match="ivf_grouping"):
+        stratavec.build_index(x, tmp_path / "w", profile="ivf", ivf_grouping="cluster")

@@ -236,6 +236,8 @@ pub fn run(mut a: Args) -> Result<()> {
                 ..Default::default()
             },
             store,
+            ivf_replicas: variant.ivf_replicas,
+            ivf_grouping: variant.ivf_grouping,
             ..Default::default()
         };
         let mut name = variant.index_name(

@@ -210,7 +210,9 @@ pub fn run(a: Args) -> Result<()> {
             in_flight: params.in_flight,
         };
         let m = &row.measured;
-        if let Some(w) = m.runaway(params.complexity) {
+        // A cluster search reads whole clusters, not about L blocks.
+        let graph = index.manifest.layout != "ivf";
+        if let Some(w) = m.runaway(params.complexity).filter(|_| graph) {
             eprintln!("{w}");
         }
         if a.json {

@@ -27,6 +27,9 @@ pub struct Measured {
     /// Reads whose node no longer ranked in the list when they arrived
     /// (the pipelined search's lost speculation).
     pub wasted_per_query: f64,
+    /// Single-vector reads of a cluster search (paper 002 §6.2's small
+    /// I/Os): members stored outside the probed clusters' groups.
+    pub small_reads_per_query: f64,
     pub cache_hits_per_query: f64,
     pub exact_per_query: f64,
     pub estimated_per_query: f64,
@@ -107,6 +110,7 @@ pub fn measure(res: &BatchResult, gt: Option<&GroundTruth>, k: usize) -> anyhow:
         proc_reads_per_query: res.proc_read_bytes.map(|b| b as f64 / span / n),
         hops_per_query: t.hops as f64 / n,
         wasted_per_query: t.wasted as f64 / n,
+        small_reads_per_query: t.small_reads as f64 / n,
         cache_hits_per_query: t.cache_hits as f64 / n,
         exact_per_query: t.exact as f64 / n,
         estimated_per_query: t.estimated as f64 / n,
@@ -139,6 +143,7 @@ mod tests {
             proc_reads_per_query: None,
             hops_per_query: 0.0,
             wasted_per_query: 0.0,
+            small_reads_per_query: 0.0,
             cache_hits_per_query: 0.0,
             exact_per_query: 0.0,
             estimated_per_query: 0.0,

@@ -78,6 +78,15 @@ pub fn build_or_reuse(
         .args(["--shuffle", &params.shuffle.to_string()])
         .args(["--nav-sample", &params.nav_sample.to_string()])
         .args(["--threads", &threads.to_string()])
+        .args(["--ivf-replicas", &params.ivf_replicas.to_string()])
+        .args(["--ivf-grouping", &params.ivf_grouping.to_string()])
+        .args(["--ivf-closure", &params.ivf_closure.to_string()])
+        .args(
+            params
+                .ivf_clusters
+                .iter()
+                .flat_map(|c| ["--ivf-clusters".to_string(), c.to_string()]),
+        )
         .args(
             params
                 .store
@@ -240,7 +249,9 @@ impl Opened<'_> {
         let s = &self.s;
         let index = &self.index;
         let measured = measure(res, Some(s.gt), s.k)?;
-        let runaway = measured.runaway(l.max(s.k));
+        // A cluster search reads whole clusters, not about L blocks.
+        let graph = index.manifest.layout != "ivf";
+        let runaway = measured.runaway(l.max(s.k)).filter(|_| graph);
         if let Some(w) = &runaway {
             eprintln!("{}: {w}", s.system);
         }

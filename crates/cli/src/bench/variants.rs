@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use stratavec::data::DType;
 use stratavec::layout::shuffle::Shuffle;
+use stratavec::layout::ivf_assign::Grouping;
 use stratavec::layout::LayoutKind;
 use stratavec::search::WidthPolicy;
 
@@ -50,6 +51,10 @@ pub struct Variant {
     pub width: WidthPolicy,
     /// Element type the records store, when not the bench's --store.
     pub store: Option<DType>,
+    /// ivf profile (paper 002 §6): clusters a vector joins, and where it
+    /// is stored.
+    pub ivf_replicas: usize,
+    pub ivf_grouping: Grouping,
 }
 
 const BASE: Variant = Variant {
@@ -73,6 +78,8 @@ const BASE: Variant = Variant {
     pipelined: false,
     width: WidthPolicy::Fixed,
     store: None,
+    ivf_replicas: 1,
+    ivf_grouping: Grouping::Frequency,
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
@@ -144,6 +151,19 @@ const TIERED: Variant = Variant {
     about: "the tiered profile: compact CSR records for a byte-granular memory tier",
     profile: "tiered",
     layout: Some(LayoutKind::Csr),
+    ..BASE
+};
+
+/// Paper 002 §6 as its profile builds it: balanced clusters, each vector
+/// in up to 4 (replicas as addresses), stored beside the cluster that reads
+/// it most; -L is the clusters probed.
+const IVF: Variant = Variant {
+    name: "ivf",
+    about: "the ivf profile: decoupled clusters, replication 4, grouping by frequency",
+    profile: "ivf",
+    layout: Some(LayoutKind::Ivf),
+    node_cache: false,
+    ivf_replicas: 4,
     ..BASE
 };
 
@@ -309,6 +329,31 @@ pub const ALL: &[Variant] = &[
         store: Some(DType::F16),
         ..TIERED
     },
+    IVF,
+    Variant {
+        name: "ivf-r1",
+        about: "ivf without replication, each vector in its cluster's group (classic IVF)",
+        ivf_replicas: 1,
+        ..IVF
+    },
+    Variant {
+        name: "ivf-r2",
+        about: "ivf, replication 2, grouping by frequency",
+        ivf_replicas: 2,
+        ..IVF
+    },
+    Variant {
+        name: "ivf-r8",
+        about: "ivf, replication 8, grouping by frequency",
+        ivf_replicas: 8,
+        ..IVF
+    },
+    Variant {
+        name: "ivf-nogroup",
+        about: "ivf, replication 4, vectors in id order (every member a small read, §6.1)",
+        ivf_grouping: Grouping::None,
+        ..IVF
+    },
     Variant {
         name: "laser-wide",
         about: "the laser profile with every round W wide (no adaptive beam, early dispatch \
@@ -366,9 +411,14 @@ impl Variant {
             format!("pq{pq}")
         };
         let layout = self.layout.map_or(String::new(), |k| format!("-{k}"));
+        let ivf = if self.layout == Some(LayoutKind::Ivf) {
+            format!("-r{}-{}", self.ivf_replicas, self.ivf_grouping)
+        } else {
+            String::new()
+        };
         let page = self.page_size.map_or(String::new(), |p| format!("-p{p}"));
         format!(
-            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{page}",
+            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{ivf}{page}",
             self.profile
         )
     }

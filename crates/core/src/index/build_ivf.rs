@@ -147,9 +147,10 @@ pub fn build(
             small as f64 / sample.len().max(1) as f64
         ),
     );
+    // As asked (the clusters used are in `chosen`), so a request for the
+    // same parameters finds this index the same (`builds_same_index`).
     let mut build = params.clone();
     build.layout = Some(LayoutKind::Ivf);
-    build.ivf_clusters = Some(a.clusters());
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         profile: params.profile.clone(),
