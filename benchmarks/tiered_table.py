@@ -174,10 +174,15 @@ def targets(results, target=0.95):
     if os.path.exists(ssd):
         sper = rounds.searches(rounds.load(ssd))
         lance = next((s for s in sper if "lancedb" in s), None)
+        lance_best = lance and max((float(p["recall_at_10"]) for p in rounds.collapse(sper[lance])),
+                                   default=0.0)
         for system in ("stratavec-ivf@ssd", "stratavec-ivf-r1@ssd"):
-            if lance and system in sper:
-                row(f"{split(system)[0]} on the SSD ≥ LanceDB's QPS at R@10 0.90",
-                    rounds.ratios_by_round(sper[system], sper[lance], 0.90), lambda v: v >= 1.0)
+            what = f"{split(system)[0]} on the SSD ≥ LanceDB's QPS at R@10 0.90"
+            if lance and system in sper and lance_best < 0.90:
+                out.append(f"| {what} | LanceDB never reached 0.90 in the sweep (best "
+                           f"{lance_best:.3f}) | not measured |")
+            elif lance and system in sper:
+                row(what, rounds.ratios_by_round(sper[system], sper[lance], 0.90), lambda v: v >= 1.0)
     f16 = size("stratavec-tiered-f16@ssd")
     if f16 and size(BASELINE):
         out.append(f"| (beside it) tiered with f16 records against the f32 coupled layout | "

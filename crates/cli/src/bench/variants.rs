@@ -6,8 +6,8 @@
 
 use anyhow::{bail, Result};
 use stratavec::data::DType;
-use stratavec::layout::shuffle::Shuffle;
 use stratavec::layout::ivf_assign::Grouping;
+use stratavec::layout::shuffle::Shuffle;
 use stratavec::layout::LayoutKind;
 use stratavec::search::WidthPolicy;
 
