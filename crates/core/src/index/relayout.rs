@@ -70,15 +70,7 @@ pub fn relayout(
     threads: usize,
 ) -> Result<BuildReport> {
     let t_all = Instant::now();
-    let mut manifest = Manifest::read(src)?;
-    if manifest.layout != "coupled" {
-        return Err(Error::index(
-            &src.join(MANIFEST),
-            "layout",
-            "coupled (an index of the diskann profile)",
-            &manifest.layout,
-        ));
-    }
+    let mut manifest = coupled_source(src)?;
     if params.method == Shuffle::None {
         return Err(Error::argument("shuffle", "bnp, bnf or bns", "none"));
     }
@@ -159,6 +151,21 @@ pub fn relayout(
         t_all,
         Some(report),
     )
+}
+
+/// The manifest of `src`, which must be an index in the coupled layout
+/// (the diskann profile): what every relayout starts from.
+pub(super) fn coupled_source(src: &Path) -> Result<Manifest> {
+    let manifest = Manifest::read(src)?;
+    if manifest.layout != "coupled" {
+        return Err(Error::index(
+            &src.join(MANIFEST),
+            "layout",
+            "coupled (an index of the diskann profile)",
+            &manifest.layout,
+        ));
+    }
+    Ok(manifest)
 }
 
 /// The source's vectors, one positioned read of its record each (the

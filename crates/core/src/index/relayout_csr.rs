@@ -10,10 +10,9 @@
 use super::build::BuildReport;
 use super::commit::Staging;
 use super::graph_file::read_graph;
-use super::manifest::{Manifest, MANIFEST};
-use super::relayout::{commit, copy_parts, SourceVectors};
+use super::relayout::{commit, copy_parts, coupled_source, SourceVectors};
 use crate::data::DType;
-use crate::error::{Error, FileContext, Result};
+use crate::error::{FileContext, Result};
 use crate::layout::{csr, CsrLayout, LayoutKind};
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -24,15 +23,7 @@ use std::time::Instant;
 /// it was.
 pub fn relayout_csr(src: &Path, dst: &Path, store: Option<DType>) -> Result<BuildReport> {
     let t_all = Instant::now();
-    let mut manifest = Manifest::read(src)?;
-    if manifest.layout != "coupled" {
-        return Err(Error::index(
-            &src.join(MANIFEST),
-            "layout",
-            "coupled (an index of the diskann profile)",
-            &manifest.layout,
-        ));
-    }
+    let mut manifest = coupled_source(src)?;
     let t = Instant::now();
     let (coupled, medoid, lists) = read_graph(src)?;
     let dtype = super::build::stored_dtype(store, coupled.dtype)?;

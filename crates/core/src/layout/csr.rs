@@ -244,7 +244,7 @@ impl Layout for CsrLayout {
     /// Room for the aligned read that covers the largest record wherever it
     /// lies (on a byte-granular tier the read is just the record).
     fn max_span_bytes(&self) -> usize {
-        self.record_bytes().div_ceil(4096) * 4096 + 4096
+        super::widened_room(self.record_bytes())
     }
 
     fn span_of(&self, id: u32) -> Span {

@@ -309,8 +309,7 @@ impl Layout for IvfLayout {
 
     /// A group read, widened to pages on an SSD.
     fn max_span_bytes(&self) -> usize {
-        let group = (MAX_READ / self.record_len()).max(1) * self.record_len();
-        group.div_ceil(4096) * 4096 + 4096
+        super::widened_room((MAX_READ / self.record_len()).max(1) * self.record_len())
     }
 
     fn span_of(&self, id: u32) -> Span {

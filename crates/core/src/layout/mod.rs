@@ -40,6 +40,13 @@ pub struct Span {
     pub len: u32,
 }
 
+/// Buffer room for a read of up to `bytes` that may start anywhere: the
+/// pages around it, for a backend that widens it to 4 KB alignment
+/// ([`Span::aligned`]). The byte-granular layouts' `max_span_bytes`.
+pub fn widened_room(bytes: usize) -> usize {
+    bytes.div_ceil(4096) * 4096 + 4096
+}
+
 impl Span {
     /// The read that covers this span on a backend with `alignment`-byte
     /// granularity (a power of two), and where the span starts inside it.
