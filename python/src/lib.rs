@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use stratavec::data::{DataError, Metric, Vectors};
+mod collection;
 mod interrupt;
 use stratavec::{BatchResult, BuildParams, Error, ErrorKind, OpenOptions, SearchParams};
 
@@ -474,53 +475,62 @@ impl Index {
         .with_io(beam_width, in_flight))
     }
 
-    /// Queries as one row-major f32 buffer (always an owned copy, so nothing
-    /// Python can touch is borrowed while the GIL is released) and their count.
+    /// Queries as one row-major f32 buffer and their count (`query_rows`).
     fn queries(&self, py: Python<'_>, queries: &Bound<'_, PyAny>) -> PyResult<(Vec<f32>, usize)> {
-        let arr = as_ndarray(py, queries, "queries")?;
-        let dt = arr.dtype();
-        match (dt.kind(), dt.itemsize()) {
-            (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "queries: unsupported dtype {}; expected float32 \
-                     (float64, uint8 and int8 are converted to float32)",
-                    dtype_name(&dt)
-                )))
-            }
-        }
-        let shape = arr.shape().to_vec();
-        let dim = self.inner.dim();
-        let (nq, d) = match shape.as_slice() {
-            [d] => (1, *d),
-            [nq, d] => (*nq, *d),
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "queries: expected a 1-D array (one query) or a 2-D array (nq, {dim}), \
-                     got a {}-D array of shape {}",
-                    shape.len(),
-                    shape_str(&shape)
-                )))
-            }
-        };
-        if d != dim {
-            return Err(PyValueError::new_err(format!(
-                "queries: expected dimension {dim} (the index dimension), found {d} \
-                 (shape {})",
-                shape_str(&shape)
-            )));
-        }
-        if nq == 0 {
-            return Err(PyValueError::new_err(format!(
-                "queries: expected at least one query, got shape {}",
-                shape_str(&shape)
-            )));
-        }
-        // 1-D or 2-D: either way a C-contiguous buffer of nq * dim floats.
-        let a = contiguous(py, &arr, "float32")?.cast_into::<PyArrayDyn<f32>>()?;
-        let v = a.readonly().as_slice()?.to_vec();
-        Ok((v, nq))
+        query_rows(py, queries, self.inner.dim(), "index")
     }
+}
+
+/// Queries as one row-major f32 buffer (always an owned copy, so nothing
+/// Python can touch is borrowed while the GIL is released) and their count.
+pub(crate) fn query_rows(
+    py: Python<'_>,
+    queries: &Bound<'_, PyAny>,
+    dim: usize,
+    of: &str,
+) -> PyResult<(Vec<f32>, usize)> {
+    let arr = as_ndarray(py, queries, "queries")?;
+    let dt = arr.dtype();
+    match (dt.kind(), dt.itemsize()) {
+        (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "queries: unsupported dtype {}; expected float32 \
+                 (float64, uint8 and int8 are converted to float32)",
+                dtype_name(&dt)
+            )))
+        }
+    }
+    let shape = arr.shape().to_vec();
+    let (nq, d) = match shape.as_slice() {
+        [d] => (1, *d),
+        [nq, d] => (*nq, *d),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "queries: expected a 1-D array (one query) or a 2-D array (nq, {dim}), \
+                 got a {}-D array of shape {}",
+                shape.len(),
+                shape_str(&shape)
+            )))
+        }
+    };
+    if d != dim {
+        return Err(PyValueError::new_err(format!(
+            "queries: expected dimension {dim} (the {of} dimension), found {d} \
+             (shape {})",
+            shape_str(&shape)
+        )));
+    }
+    if nq == 0 {
+        return Err(PyValueError::new_err(format!(
+            "queries: expected at least one query, got shape {}",
+            shape_str(&shape)
+        )));
+    }
+    // 1-D or 2-D: either way a C-contiguous buffer of nq * dim floats.
+    let a = contiguous(py, &arr, "float32")?.cast_into::<PyArrayDyn<f32>>()?;
+    let v = a.readonly().as_slice()?.to_vec();
+    Ok((v, nq))
 }
 
 fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Bound<'py, PyDict>> {
@@ -895,6 +905,11 @@ impl Index {
 mod _stratavec {
     #[pymodule_export]
     use super::build_index;
+    #[pymodule_export]
+    use super::collection::{
+        collection_info, commit_collection, merge_results, partition_collection, route_queries,
+        Collection,
+    };
     #[pymodule_export]
     use super::Index;
 

@@ -41,7 +41,18 @@ import numpy as np
 from . import _stratavec
 from ._stratavec import __version__
 
-__all__ = ["build_index", "Index", "__version__"]
+__all__ = [
+    "build_index",
+    "Index",
+    "__version__",
+    "Collection",
+    "build_collection",
+    "collection_info",
+    "commit_collection",
+    "merge_results",
+    "partition_collection",
+    "route_queries",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -680,3 +691,16 @@ class Index:
 
     def __repr__(self) -> str:
         return repr(self._index)
+
+
+# Collections of segments (stratavec.collection); imported last, as it
+# uses build_index.
+from .collection import (  # noqa: E402
+    Collection,
+    build_collection,
+    collection_info,
+    commit_collection,
+    merge_results,
+    partition_collection,
+    route_queries,
+)

@@ -37,25 +37,11 @@ fn sibling(target: &Path, tag: &str) -> PathBuf {
 
 impl Staging {
     /// Checks that `target` is absent, an empty directory, or a stratavec
-    /// index (never overwrite anything else), and creates the staging dir.
+    /// index or collection (never overwrite anything else), and creates the
+    /// staging dir.
     pub fn new(target: &Path) -> Result<Staging> {
         remove_stale(target);
-        if target.exists() {
-            let is_index = target.join(MANIFEST).is_file();
-            let is_empty_dir = target.is_dir()
-                && std::fs::read_dir(target)
-                    .at("list", target)?
-                    .next()
-                    .is_none();
-            if !is_index && !is_empty_dir {
-                return Err(Error::index(
-                    target,
-                    "output path",
-                    "a new path, an empty directory or an existing stratavec index",
-                    "something else (refusing to overwrite it)",
-                ));
-            }
-        }
+        check_target(target)?;
         let parent = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -75,42 +61,71 @@ impl Staging {
 
     /// fsyncs the staged files and the directory, then swaps it into place.
     pub fn commit(mut self) -> Result<()> {
-        for entry in std::fs::read_dir(&self.dir).at("list", &self.dir)? {
-            let path = entry.at("list", &self.dir)?.path();
-            File::open(&path)
-                .and_then(|f| f.sync_all())
-                .at("fsync", &path)?;
-        }
-        File::open(&self.dir)
-            .and_then(|f| f.sync_all())
-            .at("fsync", &self.dir)?;
-        let old = sibling(&self.target, "previous");
-        let had_old = self.target.exists();
-        if had_old {
-            if old.exists() {
-                std::fs::remove_dir_all(&old).at("remove", &old)?;
-            }
-            std::fs::rename(&self.target, &old).at("move previous index aside", &self.target)?;
-        }
-        if let Err(e) = std::fs::rename(&self.dir, &self.target) {
-            if had_old {
-                let _ = std::fs::rename(&old, &self.target);
-            }
-            return Err(Error::file(
-                "rename staged index into place",
-                &self.target,
-                e,
-            ));
-        }
+        publish(&self.dir, &self.target)?;
         self.committed = true;
-        if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let _ = File::open(parent).and_then(|f| f.sync_all());
-        }
-        if had_old {
-            std::fs::remove_dir_all(&old).at("remove previous index", &old)?;
-        }
         Ok(())
     }
+}
+
+/// Refuses a `target` that is not absent, an empty directory, or a
+/// stratavec index or collection: a build never overwrites anything else.
+pub fn check_target(target: &Path) -> Result<()> {
+    if !target.exists() {
+        return Ok(());
+    }
+    let ours =
+        target.join(MANIFEST).is_file() || crate::collection::manifest::is_collection(target);
+    let is_empty_dir = target.is_dir()
+        && std::fs::read_dir(target)
+            .at("list", target)?
+            .next()
+            .is_none();
+    if ours || is_empty_dir {
+        return Ok(());
+    }
+    Err(Error::index(
+        target,
+        "output path",
+        "a new path, an empty directory or an existing stratavec index or collection",
+        "something else (refusing to overwrite it)",
+    ))
+}
+
+/// fsyncs `staged` (its files and directories, one level down, and itself),
+/// then swaps it into place at `target`: a previous index or collection
+/// there is moved aside, and deleted only once the new one is in place (put
+/// back if the rename fails).
+pub fn publish(staged: &Path, target: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(staged).at("list", staged)? {
+        let path = entry.at("list", staged)?.path();
+        File::open(&path)
+            .and_then(|f| f.sync_all())
+            .at("fsync", &path)?;
+    }
+    File::open(staged)
+        .and_then(|f| f.sync_all())
+        .at("fsync", staged)?;
+    let old = sibling(target, "previous");
+    let had_old = target.exists();
+    if had_old {
+        if old.exists() {
+            std::fs::remove_dir_all(&old).at("remove", &old)?;
+        }
+        std::fs::rename(target, &old).at("move previous index aside", target)?;
+    }
+    if let Err(e) = std::fs::rename(staged, target) {
+        if had_old {
+            let _ = std::fs::rename(&old, target);
+        }
+        return Err(Error::file("rename staged index into place", target, e));
+    }
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = File::open(parent).and_then(|f| f.sync_all());
+    }
+    if had_old {
+        std::fs::remove_dir_all(&old).at("remove previous index", &old)?;
+    }
+    Ok(())
 }
 
 /// A file staged beside `target` for the length of a build (a table
@@ -196,7 +211,9 @@ fn remove_stale(target: &Path) {
         }
     }
     for (path, previous) in stale {
-        if previous && !target.exists() && path.join(MANIFEST).is_file() {
+        let publishable =
+            path.join(MANIFEST).is_file() || crate::collection::manifest::is_collection(&path);
+        if previous && !target.exists() && publishable {
             let _ = std::fs::rename(&path, target);
         } else if path.is_dir() {
             let _ = std::fs::remove_dir_all(&path);

@@ -1,0 +1,304 @@
+//! An open collection: every segment's index open with its share of the
+//! budget; a batch of queries fans out to the segments each query is
+//! routed to, and their answers are merged exactly (`merge`).
+//!
+//! Segments are searched one after another, each on all of the batch's
+//! worker threads with its queries in flight: the same device depth and
+//! the same cores as one index's batch, so a collection's QPS is the
+//! single index's over the extra reads of searching several graphs (the
+//! cost Starling §2 pays for segments), not over an idle pool.
+
+use super::manifest::{budget_shares, CollectionManifest, Partition, CENTROIDS_FILE};
+use super::merge::{merge, Part};
+use super::route::route;
+use crate::data::{DType, Metric};
+use crate::error::{Error, Result};
+use crate::index::{BatchResult, Index, OpenOptions};
+use crate::search::{QueryStats, SearchParams, Switches};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub struct Collection {
+    pub dir: PathBuf,
+    pub manifest: CollectionManifest,
+    segments: Vec<Index>,
+    /// k-means partitions: `segments x dim`, row-major.
+    centroids: Option<Vec<f32>>,
+}
+
+/// A collection batch's answer: global ids (`i64`, -1 for an empty slot),
+/// `k` a query.
+#[derive(Clone, Debug, Default)]
+pub struct CollectionResult {
+    pub k: usize,
+    pub ids: Vec<i64>,
+    pub dists: Vec<f32>,
+    /// Per query, summed over the segments it searched (its latency is the
+    /// sum of its segment searches' latencies).
+    pub stats: Vec<QueryStats>,
+    /// Per query: the first segment error that failed it. A failed query's
+    /// ids are all -1: never a silently shorter answer.
+    pub errors: Vec<Option<String>>,
+    pub wall_s: f64,
+    /// Of `wall_s`, the merge's share.
+    pub merge_s: f64,
+    /// Queries each segment searched.
+    pub segment_queries: Vec<usize>,
+    pub proc_read_bytes: Option<u64>,
+    pub io_backend: String,
+    pub io_wait_s: f64,
+}
+
+impl CollectionResult {
+    pub fn failed(&self) -> usize {
+        self.errors.iter().filter(|e| e.is_some()).count()
+    }
+
+    /// The answer as an index batch's, for the measures that compare ids
+    /// with ground truth rows: global ids must then be row numbers (< 2^32).
+    pub fn to_batch(&self) -> Result<BatchResult> {
+        let ids = self
+            .ids
+            .iter()
+            .map(|&id| match id {
+                -1 => Ok(u32::MAX),
+                id if (0..u32::MAX as i64).contains(&id) => Ok(id as u32),
+                id => Err(Error::argument(
+                    "collection ids",
+                    "row numbers (a collection built without ids) to compare with ground truth",
+                    id,
+                )),
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        Ok(BatchResult {
+            k: self.k,
+            ids,
+            dists: self.dists.clone(),
+            stats: self.stats.clone(),
+            ranges: Vec::new(),
+            errors: self.errors.clone(),
+            wall_s: self.wall_s,
+            proc_read_bytes: self.proc_read_bytes,
+            io_backend: self.io_backend.clone(),
+            io_wait_s: self.io_wait_s,
+        })
+    }
+}
+
+impl Collection {
+    /// Opens every segment of the collection at `dir`. A budget in `opts`
+    /// is split over the segments by their vectors (the shares add up to
+    /// it); without one each segment holds its codes only, as an index.
+    pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Collection> {
+        let dir = dir.as_ref().to_path_buf();
+        let manifest = CollectionManifest::read(&dir)?;
+        let sizes: Vec<usize> = manifest.segments.iter().map(|s| s.n).collect();
+        let budgets = opts.memory_budget_bytes.map(|b| budget_shares(b, &sizes));
+        let mut segments = Vec::with_capacity(sizes.len());
+        for i in 0..sizes.len() {
+            let path = manifest.segment_path(&dir, i);
+            let seg = Index::open(
+                &path,
+                &OpenOptions {
+                    memory_budget_bytes: budgets.as_ref().map(|b| b[i]),
+                    ..opts.clone()
+                },
+            )?;
+            let agree = [
+                ("n", seg.len().to_string(), sizes[i].to_string()),
+                ("dim", seg.dim().to_string(), manifest.dim.to_string()),
+                (
+                    "metric",
+                    seg.metric().to_string(),
+                    manifest.metric.to_string(),
+                ),
+            ];
+            for (field, found, want) in agree {
+                if found != want {
+                    return Err(Error::index(
+                        &path,
+                        field,
+                        format!("{want} (collection.json)"),
+                        found,
+                    ));
+                }
+            }
+            segments.push(seg);
+        }
+        let centroids = match manifest.partition {
+            Partition::Range => None,
+            Partition::Kmeans => Some(read_centroids(&dir, &manifest)?),
+        };
+        Ok(Collection {
+            dir,
+            manifest,
+            segments,
+            centroids,
+        })
+    }
+
+    pub fn segments(&self) -> &[Index] {
+        &self.segments
+    }
+
+    pub fn centroids(&self) -> Option<&[f32]> {
+        self.centroids.as_deref()
+    }
+
+    pub fn dim(&self) -> usize {
+        self.manifest.dim
+    }
+
+    pub fn len(&self) -> usize {
+        self.manifest.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.manifest.n == 0
+    }
+
+    pub fn metric(&self) -> Metric {
+        self.manifest.metric
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.manifest.dtype
+    }
+
+    /// RAM held by every segment (each within its share of the budget).
+    pub fn memory_bytes(&self) -> usize {
+        self.segments.iter().map(|s| s.memory().total()).sum()
+    }
+
+    pub fn cached_nodes(&self) -> usize {
+        self.segments.iter().map(|s| s.cached_nodes()).sum()
+    }
+
+    /// The first segment's search defaults (all segments share a profile).
+    pub fn search_defaults(&self, switches: &Switches) -> SearchParams {
+        self.segments[0].search_defaults(switches)
+    }
+
+    /// Every check the segments make of `params` for `nq` queries.
+    pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
+        if params.radius.is_some() {
+            return Err(Error::argument(
+                format!("search of collection {}", self.dir.display()),
+                "a k-NN search (range search over segments is not built)",
+                "a radius",
+            ));
+        }
+        self.segments
+            .iter()
+            .try_for_each(|s| s.check_search(params, nq))
+    }
+
+    /// For each segment, the rows of `queries` it searches (`route`).
+    pub fn route(&self, queries: &[f32], probe: Option<usize>) -> Result<Vec<Vec<u32>>> {
+        route(
+            self.manifest.partition,
+            self.centroids.as_deref(),
+            self.segments.len(),
+            self.manifest.metric,
+            queries,
+            self.dim(),
+            probe,
+        )
+    }
+
+    /// Searches every query (row-major, `dim` wide) in the segments it is
+    /// routed to (`probe`: nearest segments a query searches, k-means
+    /// partitions; `None`: all), with the same `params` (L, W) in each, and
+    /// merges the answers exactly.
+    pub fn search_batch(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        probe: Option<usize>,
+    ) -> Result<CollectionResult> {
+        if dim != self.dim() {
+            return Err(Error::argument(
+                "query dimension",
+                format!("{} (the collection dimension)", self.dim()),
+                dim,
+            ));
+        }
+        let nq = queries.len() / dim;
+        self.check_search(params, nq)?;
+        let t0 = Instant::now();
+        let routes = self.route(queries, probe)?;
+        let k = params.k;
+        let mut answers: Vec<(Vec<f32>, Vec<i64>)> = Vec::with_capacity(routes.len());
+        let mut out = CollectionResult {
+            k,
+            stats: vec![QueryStats::default(); nq],
+            errors: vec![None; nq],
+            ..Default::default()
+        };
+        let mut io_total: Option<u64> = Some(0);
+        let mut sub = Vec::new();
+        for (s, rows) in routes.iter().enumerate() {
+            out.segment_queries.push(rows.len());
+            if rows.is_empty() {
+                answers.push((Vec::new(), Vec::new()));
+                continue;
+            }
+            sub.clear();
+            for &q in rows {
+                sub.extend_from_slice(&queries[q as usize * dim..(q as usize + 1) * dim]);
+            }
+            let seg = &self.segments[s];
+            let res = seg.search_batch(&sub, dim, params)?;
+            for (j, &q) in rows.iter().enumerate() {
+                out.stats[q as usize] += res.stats[j];
+                if let (Some(e), None) = (&res.errors[j], &out.errors[q as usize]) {
+                    out.errors[q as usize] =
+                        Some(format!("segment {}: {e}", self.manifest.segments[s].dir));
+                }
+            }
+            io_total = io_total.zip(res.proc_read_bytes).map(|(a, b)| a + b);
+            out.io_wait_s += res.io_wait_s;
+            out.io_backend = res.io_backend.clone();
+            answers.push((res.dists, seg.result_ids(&res.ids)));
+        }
+        let t_merge = Instant::now();
+        let parts: Vec<Part> = routes
+            .iter()
+            .zip(&answers)
+            .filter(|(rows, _)| !rows.is_empty())
+            .map(|(rows, (d, i))| Part {
+                rows,
+                dists: d,
+                ids: i,
+            })
+            .collect();
+        let (dists, mut ids) = merge(nq, k, &parts);
+        for (q, e) in out.errors.iter().enumerate() {
+            if e.is_some() {
+                ids[q * k..(q + 1) * k].fill(-1);
+            }
+        }
+        out.merge_s = t_merge.elapsed().as_secs_f64();
+        out.dists = dists;
+        out.ids = ids;
+        out.proc_read_bytes = io_total;
+        out.wall_s = t0.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}
+
+fn read_centroids(dir: &Path, manifest: &CollectionManifest) -> Result<Vec<f32>> {
+    let path = dir.join(CENTROIDS_FILE);
+    let file = crate::data::open(&path)?;
+    let want = (manifest.segments.len(), manifest.dim);
+    if (file.n(), file.dim()) != want {
+        return Err(Error::index(
+            &path,
+            "shape",
+            format!("{} x {} (one centroid a segment)", want.0, want.1),
+            format!("{} x {}", file.n(), file.dim()),
+        ));
+    }
+    Ok(file.to_f32_vec())
+}

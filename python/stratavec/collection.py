@@ -1,0 +1,274 @@
+"""Collections: a vector set split into segments, each a stratavec index.
+
+A collection directory holds ``collection.json``, one index a segment
+(``seg-0000``, ...) whose ids are the collection's global ids, and, for a
+k-means partition, ``centroids.fbin`` (one centroid a segment) so a query
+can search only its ``probe`` nearest segments. Search fans out to the
+segments and merges their answers exactly (ties by id, as one index does).
+
+The build is three steps, each usable alone so another driver (the Ray
+backend, :mod:`stratavec.ray_collection`) can run the middle one its own
+way: :func:`partition_collection`, one :func:`stratavec.build_index` a
+segment into a staging directory (:func:`segment_plan` says what each gets),
+and :func:`commit_collection`, which publishes the staging directory
+atomically -- a failed build leaves the previous collection as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _stratavec
+from ._stratavec import (
+    collection_info,
+    commit_collection,
+    merge_results,
+    partition_collection,
+    route_queries,
+)
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "Collection",
+    "SegmentJob",
+    "build_collection",
+    "collection_info",
+    "commit_collection",
+    "load_vectors",
+    "merge_results",
+    "partition_collection",
+    "route_queries",
+    "segment_plan",
+    "staging_dir",
+]
+
+
+def load_vectors(data: Union[np.ndarray, PathLike]) -> np.ndarray:
+    """``data`` as a 2-D array: an array as it is; a ``.fbin``/``.u8bin``/
+    ``.i8bin`` file (int32 n, int32 dim, then rows) or a ``.npy`` mapped."""
+    if isinstance(data, np.ndarray):
+        return data
+    path = Path(os.fspath(data))
+    if path.suffix == ".npy":
+        return np.load(path, mmap_mode="r")
+    dtypes = {".fbin": np.float32, ".u8bin": np.uint8, ".i8bin": np.int8}
+    if path.suffix not in dtypes:
+        raise ValueError(
+            f"{path}: expected an array or a .fbin, .u8bin, .i8bin or .npy file, "
+            f"found suffix {path.suffix!r}"
+        )
+    header = np.fromfile(path, dtype=np.int32, count=2)
+    if header.size != 2:
+        raise ValueError(f"{path}: header: expected n and dim (8 bytes), found {header.size * 4} bytes")
+    n, dim = int(header[0]), int(header[1])
+    dtype = np.dtype(dtypes[path.suffix])
+    want = 8 + n * dim * dtype.itemsize
+    if path.stat().st_size != want:
+        raise ValueError(
+            f"{path}: size: expected {want} bytes for {n} x {dim}, found {path.stat().st_size}"
+        )
+    return np.memmap(path, dtype=dtype, mode="r", offset=8, shape=(n, dim))
+
+
+def staging_dir(collection_dir: PathLike) -> Path:
+    """A new staging directory beside ``collection_dir``, named as the
+    engine's own (``.NAME.building-PID-SEQ``), so a later build of the same
+    collection removes it if this process dies before cleaning up."""
+    target = Path(os.fspath(collection_dir)).absolute()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = target.with_name(f".{target.name}.building-{os.getpid()}-{time.time_ns()}")
+    path.mkdir()
+    return path
+
+
+@dataclass
+class SegmentJob:
+    """What one segment build gets: its directory name, its rows of the
+    data, their global ids, and its share of the memory budget."""
+
+    index: int
+    dir_name: str
+    rows: np.ndarray
+    ids: np.ndarray
+    memory_budget_mb: Optional[float]
+
+
+def segment_plan(
+    assignment: np.ndarray,
+    segments: int,
+    *,
+    ids: Optional[np.ndarray] = None,
+    memory_budget_mb: Optional[float] = None,
+) -> List[SegmentJob]:
+    """One :class:`SegmentJob` a segment from ``partition_collection``'s
+    assignment; budget shares follow the segments' sizes (as the engine
+    splits them at open)."""
+    assignment = np.asarray(assignment)
+    n = assignment.shape[0]
+    if ids is not None and len(ids) != n:
+        raise ValueError(f"ids: expected one id a vector ({n}), found {len(ids)}")
+    jobs = []
+    for s in range(segments):
+        rows = np.flatnonzero(assignment == s).astype(np.int64)
+        gids = rows if ids is None else np.asarray(ids, dtype=np.int64)[rows]
+        share = None if memory_budget_mb is None else memory_budget_mb * len(rows) / n
+        jobs.append(SegmentJob(s, f"seg-{s:04d}", rows, np.ascontiguousarray(gids), share))
+    return jobs
+
+
+def build_collection(
+    data: Union[np.ndarray, PathLike],
+    collection_dir: PathLike,
+    *,
+    segments: int,
+    partition: str = "range",
+    metric: str = "l2",
+    memory_budget_mb: Optional[float] = None,
+    ids: Optional[Any] = None,
+    seed: int = 42,
+    **build_kwargs: Any,
+) -> Dict[str, Any]:
+    """Build a collection of ``data`` at ``collection_dir``: ``segments``
+    indexes, built one after another in this process with the keyword
+    arguments of :func:`stratavec.build_index` (``profile=``, ...), each
+    with its share of ``memory_budget_mb``. ``partition="kmeans"`` lets
+    searches skip far segments (``probe=``). Returns the collection's
+    description (:func:`collection_info`) with ``"build_s"``."""
+    from . import build_index
+
+    t0 = time.perf_counter()
+    xb = load_vectors(data)
+    assignment, centroids = partition_collection(xb, segments, partition, metric, seed)
+    jobs = segment_plan(
+        assignment,
+        segments,
+        ids=None if ids is None else np.asarray(ids),
+        memory_budget_mb=memory_budget_mb,
+    )
+    staged = staging_dir(collection_dir)
+    try:
+        for job in jobs:
+            build_index(
+                np.ascontiguousarray(xb[job.rows]),
+                staged / job.dir_name,
+                ids=job.ids,
+                metric=metric,
+                seed=seed,
+                memory_budget_mb=job.memory_budget_mb,
+                **build_kwargs,
+            )
+        info = commit_collection(
+            str(staged),
+            collection_dir,
+            partition=partition,
+            centroids=centroids,
+            memory_budget_mb=memory_budget_mb,
+        )
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
+    info["build_s"] = time.perf_counter() - t0
+    return info
+
+
+class Collection:
+    """A collection opened for search: every segment open with its share of
+    ``memory_budget_mb`` (in proportion to its vectors).
+
+    >>> c = stratavec.Collection.open("my_collection", memory_budget_mb=64)
+    >>> D, I = c.search(xq, k=10, complexity=64)            # every segment
+    >>> D, I = c.search(xq, k=10, complexity=64, probe=2)   # k-means: nearest 2
+    """
+
+    __slots__ = ("_c",)
+
+    def __init__(
+        self,
+        collection_dir: PathLike,
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> None:
+        self._c = _stratavec.Collection.open(collection_dir, memory_budget_mb, io)
+
+    @classmethod
+    def open(
+        cls,
+        collection_dir: PathLike,
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> "Collection":
+        """Open the collection in ``collection_dir`` (see :class:`stratavec.Index`
+        for ``memory_budget_mb`` and ``io``; the budget is the total)."""
+        return cls(collection_dir, memory_budget_mb, io)
+
+    @property
+    def n(self) -> int:
+        return self._c.n
+
+    @property
+    def dim(self) -> int:
+        return self._c.dim
+
+    @property
+    def metric(self) -> str:
+        return self._c.metric
+
+    @property
+    def partition(self) -> str:
+        return self._c.partition
+
+    @property
+    def profile(self) -> str:
+        return self._c.profile
+
+    @property
+    def segments(self) -> List[Dict[str, Any]]:
+        """Each segment: ``dir``, ``n``, ``memory_bytes``, ``cached_nodes``."""
+        return self._c.segments
+
+    def memory_bytes(self) -> int:
+        return self._c.memory_bytes()
+
+    def __len__(self) -> int:
+        return self._c.n
+
+    def search(
+        self,
+        queries: Any,
+        k: int = 10,
+        *,
+        complexity: int = 64,
+        probe: Optional[int] = None,
+        beam_width: Optional[int] = None,
+        threads: Optional[int] = None,
+        in_flight: Optional[int] = None,
+        return_stats: bool = False,
+        on_error: str = "raise",
+    ) -> Tuple[Any, ...]:
+        """Search like :meth:`stratavec.Index.search`, at list size
+        ``complexity`` in every segment a query visits: all of them, or for
+        a k-means partition the ``probe`` whose centroids are nearest. ``I``
+        holds global ids. ``return_stats`` adds per-query counters summed
+        over the segments, ``merge_s`` and ``segment_queries``."""
+        return self._c.search(
+            queries,
+            k,
+            complexity=complexity,
+            probe=probe,
+            beam_width=beam_width,
+            threads=threads,
+            in_flight=in_flight,
+            return_stats=return_stats,
+            on_error=on_error,
+        )
+
+    def __repr__(self) -> str:
+        return repr(self._c)
