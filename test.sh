@@ -25,7 +25,11 @@ fi
 step "python venv (.cache/venv-py)"
 venv=.cache/venv-py
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest pyarrow
+# ray[serve]: the Ray backend and HTTP server tests (python/tests/test_ray_collection.py,
+# test_serve_http.py); about 30 s and 390 MB the first time, nothing after.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 numpy pytest pyarrow \
+  'ray[serve]==2.60.0; python_version >= "3.10"'
+export RAY_USAGE_STATS_ENABLED=0
 # The bench test runs a numpy-only peer process through it.
 export STRATAVEC_TEST_PYTHON="$PWD/$venv/bin/python"
 

@@ -149,10 +149,12 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(a: Args) -> Result<()> {
+/// The build parameters the arguments ask for (what they leave unset is
+/// fitted to the data by the build).
+pub fn params(a: &Args) -> BuildParams {
     let base = BuildParams::for_profile(&a.profile);
     let shuffle = a.shuffle.unwrap_or(base.shuffle);
-    let params = BuildParams {
+    BuildParams {
         shuffle,
         shuffle_iterations: a.shuffle_iterations,
         shuffle_undirected: a.shuffle_undirected,
@@ -162,7 +164,7 @@ pub fn run(a: Args) -> Result<()> {
         memory_budget: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         replicas: a.replicas,
         layout: a.layout.or(base.layout),
-        profile: a.profile,
+        profile: a.profile.clone(),
         metric: a.metric,
         graph_degree: a.graph_degree,
         complexity: a.complexity.unwrap_or(base.complexity),
@@ -185,8 +187,36 @@ pub fn run(a: Args) -> Result<()> {
             complexity: a.complexity.is_none(),
         },
         ..base
-    };
-    let threads = a.threads.unwrap_or_else(crate::default_threads);
+    }
+}
+
+/// The data file and output directory (`build-collection` shares these
+/// arguments).
+impl Args {
+    pub fn data(&self) -> &std::path::Path {
+        &self.data
+    }
+
+    pub fn out_dir(&self) -> &std::path::Path {
+        &self.index_dir
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads.unwrap_or_else(crate::default_threads)
+    }
+
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
+    pub fn table_columns_given(&self) -> bool {
+        self.column.is_some() || self.id_column.is_some()
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let params = params(&a);
+    let threads = a.threads();
     let table = stratavec::data::is_table(&a.data);
     if !table && (a.column.is_some() || a.id_column.is_some()) {
         anyhow::bail!(

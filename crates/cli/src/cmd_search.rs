@@ -1,14 +1,16 @@
 use crate::measured::{measure, Measured};
+use crate::search_target::Target;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
 use stratavec::data::GroundTruth;
-use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
+use stratavec::{BatchResult, OpenOptions, SearchParams};
 use stratavec_io::Backend;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Index directory (made by `stratavec build`).
+    /// Index directory (made by `stratavec build`) or collection directory
+    /// (made by `stratavec build-collection`).
     index_dir: PathBuf,
     /// Query vectors.
     queries: PathBuf,
@@ -105,6 +107,10 @@ pub struct Args {
     /// or failed.
     #[arg(long, value_name = "FILE.npy")]
     output: Option<PathBuf>,
+    /// Collections with a k-means partition: the segments a query searches,
+    /// those whose centroids are nearest it. Default: every segment.
+    #[arg(long)]
+    probe: Option<usize>,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -121,6 +127,12 @@ struct Row {
     beam_width: usize,
     threads: usize,
     in_flight: usize,
+    /// Collections: segments a query searched (its probe), and the merge's
+    /// share of the wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merge_share: Option<f64>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -138,7 +150,7 @@ pub fn run(a: Args) -> Result<()> {
         ..Default::default()
     }
     .reserve_for(a.beam_width, a.in_flight);
-    let index = Index::open(&a.index_dir, &opts)?;
+    let index = Target::open(&a.index_dir, &opts, a.probe)?;
     let qfile = stratavec::data::open(&a.queries)?;
     qfile.check_dim(index.dim(), "index")?;
     let nq = qfile.n();
@@ -150,7 +162,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let queries = qfile.to_f32_vec();
     if let Some(radius) = a.radius {
-        return run_range(&a, &index, &queries, qfile.dim(), radius, threads);
+        return run_range(&a, index.single()?, &queries, qfile.dim(), radius, threads);
     }
     let gt = match &a.gt {
         Some(p) => {
@@ -183,7 +195,7 @@ pub fn run(a: Args) -> Result<()> {
             a.index_dir.display(),
             index.len(),
             index.dim(),
-            index.manifest.profile,
+            index.profile(),
             nq,
             index.memory(),
             index.cached_nodes()
@@ -196,22 +208,24 @@ pub fn run(a: Args) -> Result<()> {
     let mut last = None;
     for &l in &a.l {
         let params = a.params(index.search_defaults(&a.switches()), l, threads);
-        let res = index
-            .search_batch(&queries, qfile.dim(), &params)
+        let (res, merge_share) = index
+            .search(&queries, qfile.dim(), &params, a.probe)
             .with_context(|| format!("search at L={l}"))?;
         let res = last.insert(res);
         let row = Row {
             l,
             k: a.k,
             measured: measure(res, gt.as_ref(), a.k)?,
-            memory_bytes: index.memory().total(),
+            memory_bytes: index.memory_bytes(),
             beam_width: params.beam_width,
             threads,
             in_flight: params.in_flight,
+            probe: a.probe,
+            merge_share,
         };
         let m = &row.measured;
         // A cluster search reads whole clusters, not about L blocks.
-        let graph = index.manifest.layout != "ivf";
+        let graph = !index.is_clusters();
         if let Some(w) = m.runaway(params.complexity).filter(|_| graph) {
             eprintln!("{w}");
         }
@@ -246,7 +260,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// `--output`: the result ids as an int64 `.npy`, one row a query.
-fn write_ids(path: &std::path::Path, index: &Index, res: &BatchResult, nq: usize) -> Result<()> {
+fn write_ids(path: &std::path::Path, index: &Target, res: &BatchResult, nq: usize) -> Result<()> {
     let k = res.k;
     let mut ids = index.result_ids(&res.ids);
     for (q, e) in res.errors.iter().enumerate() {
@@ -303,7 +317,7 @@ impl Args {
 /// precision against a range ground truth, QPS and reads.
 fn run_range(
     a: &Args,
-    index: &Index,
+    index: &stratavec::Index,
     queries: &[f32],
     dim: usize,
     radius: f32,

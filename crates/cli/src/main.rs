@@ -10,6 +10,7 @@ mod bench;
 mod cmd_bench;
 mod cmd_bench_io;
 mod cmd_build;
+mod cmd_build_collection;
 mod cmd_convert;
 mod cmd_gt;
 mod cmd_info;
@@ -19,6 +20,7 @@ mod cmd_shuffle;
 mod cmd_synth;
 mod measured;
 mod progress;
+mod search_target;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +39,9 @@ struct Cli {
 enum Command {
     /// Build an index from a vector file (.fbin/.u8bin/.i8bin/.fvecs/.bvecs/.npy).
     Build(cmd_build::Args),
+    /// Build a collection: the data split into segments (by row range or
+    /// k-means), each an index; `search` accepts the collection.
+    BuildCollection(cmd_build_collection::Args),
     /// Search an index with a query file; report recall against ground truth.
     Search(cmd_search::Args),
     /// Compute exact ground truth (brute force) into an .ibin file.
@@ -61,6 +66,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Build(a) => cmd_build::run(a),
+        Command::BuildCollection(a) => cmd_build_collection::run(a),
         Command::Search(a) => cmd_search::run(a),
         Command::Gt(a) => cmd_gt::run(a),
         Command::Info(a) => cmd_info::run(a),

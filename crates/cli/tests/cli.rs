@@ -627,3 +627,57 @@ fn relayout_and_shuffle_say_what_records_are_placed_by() {
         assert_eq!(v["nearest"], 24, "{line}");
     }
 }
+
+/// `build-collection` then `search` of the collection: rows with recall,
+/// probe and the merge's share; `--probe` refused for an index, a radius
+/// refused for a collection, both by name.
+#[test]
+fn build_collection_and_search_it() {
+    let f = fixture();
+    let tmp = tempdir();
+    let dir = tmp.path().join("c");
+    let o = ok(run(&[
+        &"build-collection",
+        &f.data.join("base.fbin"),
+        &dir,
+        &"--segments",
+        &"3",
+        &"--partition",
+        &"kmeans",
+        &"-R",
+        &"16",
+        &"--complexity",
+        &"32",
+        &"--pq-bytes",
+        &"8",
+        &"--threads",
+        &"2",
+    ]));
+    assert!(stdout(&o).contains("3 segments"), "{}", stdout(&o));
+    assert!(dir.join("collection.json").is_file());
+    let queries = f.data.join("query.fbin");
+    let search = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"search", &dir, &queries];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let gt = f.data.join("gt.ibin");
+    let o = ok(search(&[
+        &"--gt", &gt, &"--json", &"-L", &"40", &"--probe", &"3",
+    ]));
+    let row: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(row["probe"], 3);
+    assert!(row["recall"].as_f64().unwrap() >= 0.9, "{row}");
+    let share = row["merge_share"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&share), "{row}");
+    let e = fails(search(&[&"--radius", &"1.0"]));
+    assert!(e.contains("range search"), "{e}");
+    let e = fails(run(&[
+        &"search",
+        &f.index,
+        &f.data.join("query.fbin"),
+        &"--probe",
+        &"2",
+    ]));
+    assert!(e.contains("--probe 2") && e.contains("collection"), "{e}");
+}

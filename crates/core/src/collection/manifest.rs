@@ -104,7 +104,7 @@ impl CollectionManifest {
         if !path.is_file() {
             return Err(Error::index(
                 &path,
-                "collection manifest",
+                "manifest",
                 "a stratavec collection (collection.json)",
                 "no collection.json: not a collection, or a build that did not finish",
             ));

@@ -5,15 +5,19 @@
 //!   every query must search every segment.
 //! - `kmeans`: the balanced k-means of the ivf profile (`ivf_assign`), one
 //!   cluster a segment, no replication: segments stay near equal in size
-//!   (≤ 1.1 × n / S) and a query can skip those whose centroid is far.
+//!   (≤ 1.3 × n / S) and a query can skip those whose centroid is far.
 
 use super::manifest::Partition;
 use crate::data::{normalize_f32, Elems, Metric};
 use crate::error::{Error, Result};
 use crate::layout::ivf_assign::{AssignParams, Assignment};
 
-/// A k-means segment holds at most this × n / S vectors.
-const BALANCE: f32 = 1.1;
+/// A k-means segment holds at most this × n / S vectors. A tighter cap
+/// pushes boundary vectors out of their nearest segment, where routing by
+/// centroid does not look: on wordnet-minilm (4 segments) the share of the
+/// true 10-NN inside a query's 2 nearest segments is 0.869 at 1.1, 0.908
+/// at 1.3 and 0.920 unbalanced (0.964 / 0.976 / 0.980 at 3).
+const BALANCE: f32 = 1.3;
 const KMEANS_ITERS: usize = 12;
 
 /// The segment of every row, and (k-means) the segments' centroids.

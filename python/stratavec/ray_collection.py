@@ -1,0 +1,688 @@
+"""A stratavec collection on a Ray cluster (issue #24).
+
+A collection is a directory of segments, each an ordinary stratavec index
+whose ids are the collection's global ids (``stratavec.commit_collection``
+writes it). Two things here put it on Ray:
+
+- :func:`build_collection_ray` builds the segments as parallel Ray tasks
+  (the driver only partitions and commits), so a collection builds in the
+  time of its largest segment on enough machines, not of all of them.
+- :class:`RayCollection` keeps every segment open in a Ray actor, so the
+  codes and caches stay warm across requests, and searches a query batch by
+  fanning it out to the segments it routes to and merging the answers
+  exactly. An actor that dies is restarted by Ray (``max_restarts=-1``) and
+  its share of the batch is sent again: a search either returns every
+  query's answer or raises, never a shorter result.
+
+Ray is an optional dependency (``pip install 'stratavec[ray]'``); it is
+imported only when one of these is used, so ``import stratavec`` never needs
+it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+import stratavec
+from stratavec.collection import load_vectors, segment_plan, staging_dir
+
+__all__ = [
+    "build_collection_ray",
+    "RayCollection",
+    "SegmentBuildError",
+    "SegmentUnavailableError",
+    "require_ray",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+RAY_MISSING = (
+    "stratavec's Ray backend needs Ray: pip install 'stratavec[ray]' "
+    "(installs ray[serve] at the tested version)"
+)
+
+
+class SegmentBuildError(RuntimeError):
+    """A segment's build task failed; nothing was committed.
+
+    ``segment`` is its number, ``cause`` the task's exception."""
+
+    def __init__(self, segment: int, message: str, cause: BaseException):
+        super().__init__(message)
+        self.segment = segment
+        self.cause = cause
+
+
+class SegmentUnavailableError(RuntimeError):
+    """A segment's actor kept failing after ``max_retries`` retries.
+
+    Raised rather than returning the other segments' answers alone, which
+    would be a silently worse result."""
+
+    def __init__(self, segment: int, message: str):
+        super().__init__(message)
+        self.segment = segment
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or ImportError saying how to install it."""
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError(RAY_MISSING) from e
+    if not hasattr(ray, "remote"):
+        # A directory named ray (Ray's own /tmp/ray, in the working
+        # directory) imports as an empty namespace package.
+        raise ImportError(f"{RAY_MISSING}; found a 'ray' that is not Ray: {getattr(ray, '__path__', ray)}")
+    return ray
+
+
+def _one_line(e: BaseException) -> str:
+    """``Type: first line of the message``, for errors that name a cause."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _actor_errors(ray: Any) -> Tuple[type, ...]:
+    """The exceptions that mean "the actor died or is restarting", as
+    opposed to an error the search itself raised (bad k, I/O): only these
+    are retried."""
+    ex = ray.exceptions
+    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError")
+    return tuple(getattr(ex, n) for n in names if hasattr(ex, n))
+
+
+# ---------------------------------------------------------------- build
+
+
+def _check_ids(ids: Any, n: int) -> np.ndarray:
+    """Global ids: one int64 a row, unique and not negative (-1 marks an
+    empty result slot). ``commit_collection`` also refuses duplicates
+    across segments, but only once every segment is built: checking here
+    fails before a long distributed build rather than after it."""
+    a = np.asarray(ids)
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"ids: expected {n} ids (one a row), found shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"ids: expected integers, found dtype {a.dtype}")
+    if a.dtype == np.uint64 and a.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"ids: expected ids of at most 2**63 - 1, found {a.max()}")
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    if (a < 0).any():
+        raise ValueError(f"ids: expected ids >= 0 (-1 marks an empty result), found {a.min()}")
+    uniq, counts = np.unique(a, return_counts=True)
+    if uniq.size != n:
+        raise ValueError(f"ids: expected unique ids, found {int(uniq[counts > 1][0])} more than once")
+    return a
+
+
+def _build_segment(
+    out_dir: str,
+    source: Any,
+    rows: np.ndarray,
+    ids: np.ndarray,
+    metric: str,
+    memory_budget_mb: Optional[float],
+    threads: int,
+    build_kwargs: Dict[str, Any],
+) -> Dict[str, Any]:
+    """Ray task: build one segment from its rows of ``source`` (an array
+    shipped through the object store, or a file path read here)."""
+    xb = load_vectors(source) if isinstance(source, (str, os.PathLike)) else source
+    seg = np.ascontiguousarray(xb[rows])
+    report = stratavec.build_index(
+        seg,
+        out_dir,
+        ids=ids,
+        metric=metric,
+        memory_budget_mb=memory_budget_mb,
+        threads=threads,
+        **build_kwargs,
+    )
+    return {"dir": out_dir, "n": int(seg.shape[0]), "total_s": report.get("total_s"),
+            "node": os.uname().nodename, "pid": os.getpid()}
+
+
+def _gather_builds(ray: Any, refs: List[Any], dirs: List[str], timeout_s: Optional[float]) -> List[Any]:
+    """Every build's report, in segment order; on the first failure the
+    other builds are cancelled and waited for (so none still writes into
+    the staging directory when it is removed), then SegmentBuildError."""
+    index_of = {r: i for i, r in enumerate(refs)}
+    results: List[Any] = [None] * len(refs)
+    pending = list(refs)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    try:
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, pending = ray.wait(pending, num_returns=1, timeout=left)
+            if not done:
+                raise TimeoutError(
+                    f"build_collection_ray: segments {sorted(index_of[r] for r in pending)} "
+                    f"not built within timeout_s = {timeout_s}"
+                )
+            for r in done:
+                i = index_of[r]
+                try:
+                    results[i] = ray.get(r)
+                except Exception as e:  # the task's own exception, or a lost worker
+                    cause = getattr(e, "cause", None) or e  # RayTaskError wraps the task's
+                    raise SegmentBuildError(
+                        i, f"segment {i} ({dirs[i]}): build failed: {_one_line(cause)}", cause
+                    ) from e
+    except BaseException:
+        for r in pending:
+            ray.cancel(r)  # a build stops within a fraction of a second on KeyboardInterrupt
+        if pending:
+            ray.wait(pending, num_returns=len(pending), timeout=120)
+        raise
+    return results
+
+
+def build_collection_ray(
+    data: Union[np.ndarray, PathLike],
+    dir: PathLike,
+    *,
+    segments: int,
+    partition: str = "range",
+    metric: str = "l2",
+    memory_budget_mb: Optional[float] = None,
+    ids: Optional[Any] = None,
+    threads: Optional[int] = None,
+    seed: int = 42,
+    timeout_s: Optional[float] = None,
+    **build_kwargs: Any,
+) -> Dict[str, Any]:
+    """Build a collection of ``segments`` segments, each as a Ray task.
+
+    The driver partitions the rows (``stratavec.partition_collection``),
+    each task builds ``stratavec.build_index(rows, staging/seg-NNNN,
+    ids=global ids, ...)`` and the driver commits the staging directory
+    (``stratavec.commit_collection``), which replaces a previous
+    collection at ``dir`` atomically. If any segment fails, the others are
+    cancelled, the staging directory (a hidden sibling of ``dir``) is
+    removed and a previous collection at ``dir`` is left as it was.
+
+    Parameters
+    ----------
+    data : numpy.ndarray or path
+        ``(n, dim)`` vectors. An array is put in Ray's object store once
+        and each task takes its rows from it; a ``.fbin`` / ``.u8bin`` /
+        ``.i8bin`` / ``.npy`` path is memory-mapped by the driver (to
+        partition) and by each task (to take its rows), so it must be
+        readable at that path on every node: one machine, or a shared file
+        system. Pass an array when it is not.
+    dir : path
+        The collection directory: absent, empty, or an earlier collection.
+    segments, partition, metric
+        As ``stratavec.partition_collection``: ``"range"`` (consecutive
+        rows) or ``"kmeans"`` (one centroid a segment; searches may probe
+        only the nearest segments).
+    seed : int
+        Seed of the partition's k-means and of every segment's build (as
+        ``stratavec.build_collection``); with ``threads=1`` the segments
+        are byte-identical to an in-process build's.
+    memory_budget_mb : float, optional
+        The collection's total budget; each segment is built for its share,
+        in proportion to its rows (what :class:`RayCollection` opens it
+        with).
+    ids : array-like of int, optional
+        A unique id per row (default: the row number). Search answers these.
+    threads : int, optional
+        Threads each build uses, also the CPUs it asks Ray for. Default:
+        the cluster's CPUs over the segments (at least 1).
+    timeout_s : float, optional
+        Give up (cancel every build, commit nothing) after this long.
+    **build_kwargs
+        Passed to every segment's ``stratavec.build_index`` (``profile``,
+        ``graph_degree``, ``pq_bytes``, ...).
+
+    Returns
+    -------
+    dict
+        ``n``, ``dim``, ``segments`` (rows a segment), ``partition_s``,
+        ``build_s`` (the parallel builds, wall), ``commit_s``, ``total_s``
+        and ``reports`` (each segment's ``dir``, ``n``, ``total_s``,
+        ``node``).
+    """
+    ray = require_ray()
+    t0 = time.perf_counter()
+    for bad in ("index_dir", "data"):
+        if bad in build_kwargs:
+            raise TypeError(f"{bad}: set by build_collection_ray itself, found it among the build arguments")
+    dir = os.path.abspath(os.fspath(dir))
+    # commit_collection's own check, made before the builds rather than
+    # after them.
+    ours = any(os.path.isfile(os.path.join(dir, f)) for f in ("collection.json", "manifest.json"))
+    if os.path.exists(dir) and not ours and not (os.path.isdir(dir) and not os.listdir(dir)):
+        raise FileExistsError(
+            f"{dir}: expected a new path, an empty directory or a stratavec index or collection "
+            "(collection.json), found something else; not replacing it"
+        )
+    xb = load_vectors(data)
+    if xb.ndim != 2 or 0 in xb.shape:
+        raise ValueError(f"data: expected a non-empty (n, dim) array, found shape {xb.shape}")
+    n, dim = xb.shape
+    segment_of, centroids = stratavec.partition_collection(xb, segments, partition, metric, seed)
+    jobs = segment_plan(
+        segment_of,
+        segments,
+        ids=None if ids is None else _check_ids(ids, n),
+        memory_budget_mb=memory_budget_mb,
+    )
+    t_part = time.perf_counter()
+
+    if not ray.is_initialized():
+        ray.init()  # what a first remote call would do: a local cluster
+    if threads is None:
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        threads = max(1, int(cpus // max(1, min(segments, cpus))))
+    build = ray.remote(_build_segment).options(num_cpus=threads, max_retries=0)
+    # An array goes into the object store once; each task slices its rows
+    # from the shared (zero-copy on its node) object.
+    source: Any = os.fspath(data) if not isinstance(data, np.ndarray) else ray.put(xb)
+
+    # Named as the engine names its own, so a later build of this
+    # collection removes it should this driver die before its cleanup.
+    staged = staging_dir(dir)
+    try:
+        dirs = [str(staged / job.dir_name) for job in jobs]
+        refs = [
+            build.remote(
+                dirs[job.index],
+                source,
+                job.rows,
+                job.ids,
+                metric,
+                job.memory_budget_mb,
+                threads,
+                dict(build_kwargs, seed=seed),
+            )
+            for job in jobs
+        ]
+        reports = _gather_builds(ray, refs, dirs, timeout_s)
+        t_built = time.perf_counter()
+        stratavec.commit_collection(
+            str(staged), dir, partition=partition, centroids=centroids, memory_budget_mb=memory_budget_mb
+        )
+    finally:
+        # After a commit the staging directory is gone (moved into dir).
+        shutil.rmtree(staged, ignore_errors=True)
+    t_end = time.perf_counter()
+    return {
+        "n": int(n),
+        "dim": int(dim),
+        "segments": [len(job.rows) for job in jobs],
+        "partition": partition,
+        "threads_per_segment": threads,
+        "partition_s": t_part - t0,
+        "build_s": t_built - t_part,
+        "commit_s": t_end - t_built,
+        "total_s": t_end - t0,
+        "reports": reports,
+    }
+
+
+# ---------------------------------------------------------------- search
+
+
+class SegmentHost:
+    """Ray actor: keeps some segments of a collection open for search.
+
+    One per segment by default; ``segments_per_actor`` > 1 groups them
+    (fewer processes, one shared Python heap). Segments are opened with
+    their share of the collection's budget, so the actors together hold
+    what the collection was planned to."""
+
+    def __init__(self, segments: Dict[int, Tuple[str, Optional[float]]], io: str, open_kwargs: Dict[str, Any]):
+        self._indexes = {
+            i: stratavec.Index.open(d, memory_budget_mb=b, io=io, **open_kwargs)
+            for i, (d, b) in segments.items()
+        }
+
+    def ping(self) -> int:
+        """The actor's process id (changes when Ray restarts it)."""
+        return os.getpid()
+
+    def describe(self) -> Dict[int, Dict[str, Any]]:
+        return {
+            i: {"n": ix.n, "memory": ix.memory(), "io": ix.io_backend, "pid": os.getpid()}
+            for i, ix in self._indexes.items()
+        }
+
+    def search(
+        self,
+        segment: int,
+        queries: np.ndarray,
+        k: int,
+        complexity: Optional[int],
+        threads: Optional[int],
+        search_kwargs: Dict[str, Any],
+    ) -> Tuple[np.ndarray, np.ndarray]:
+        """Segment ``segment``'s top ``k`` for ``queries``, padded with
+        inf / -1 when the segment holds fewer than ``k`` vectors (a segment
+        search asks for at most its size)."""
+        index = self._indexes[segment]
+        kk = min(k, index.n)
+        kw = dict(search_kwargs)
+        if complexity is not None:
+            kw["complexity"] = complexity
+        D, I = index.search(queries, kk, threads=threads, **kw)
+        if kk < k:
+            D = np.concatenate([D, np.full((D.shape[0], k - kk), np.inf, np.float32)], axis=1)
+            I = np.concatenate([I, np.full((I.shape[0], k - kk), -1, np.int64)], axis=1)
+        return D, I
+
+
+class RayCollection:
+    """A collection searched through Ray actors that keep its segments open.
+
+    Parameters
+    ----------
+    dir : path
+        A collection directory (``collection.json``); every node running an
+        actor must see its segments at the same path.
+    memory_budget_mb : float, optional
+        Total budget; each segment gets its share in proportion to its
+        vectors. Default: the budget the collection was built for
+        (``collection_info``), or none.
+    segments_per_actor : int
+        Segments an actor holds (1: one actor a segment).
+    max_retries : int
+        Times one search resends a segment's queries after its actor died
+        or was unavailable, waiting for Ray to restart it; one more failure
+        raises :class:`SegmentUnavailableError`.
+    io : str
+        I/O backend each segment opens with (``stratavec.Index.open``).
+    actor_options : dict, optional
+        Extra ``.options()`` for the actors (``num_cpus``, scheduling
+        strategy, ...). Default: 0 CPUs reserved (a search uses the
+        node's cores through its own threads), ``max_concurrency`` 4 so
+        concurrent requests overlap, spread over the nodes.
+    open_timeout_s : float
+        How long to wait for every actor to open its segments.
+    open_kwargs
+        Other ``stratavec.Index.open`` arguments (``navigation_graph``).
+    """
+
+    def __init__(
+        self,
+        dir: PathLike,
+        *,
+        memory_budget_mb: Optional[float] = None,
+        segments_per_actor: int = 1,
+        max_retries: int = 3,
+        io: str = "auto",
+        actor_options: Optional[Dict[str, Any]] = None,
+        open_timeout_s: float = 300.0,
+        **open_kwargs: Any,
+    ):
+        ray = require_ray()
+        self._ray = ray
+        self._actor_errors = _actor_errors(ray)
+        if segments_per_actor < 1:
+            raise ValueError(f"segments_per_actor: expected 1 or more, found {segments_per_actor}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries: expected 0 or more, found {max_retries}")
+        self.dir = os.path.abspath(os.fspath(dir))
+        info = stratavec.collection_info(self.dir)
+        self.info = info
+        self.n = int(info["n"])
+        self.dim = int(info["dim"])
+        self.metric = info["metric"]
+        self.partition = info["partition"]
+        self.segment_sizes = [int(s["n"]) for s in info["segments"]]
+        self.segments = len(self.segment_sizes)
+        self.max_retries = int(max_retries)
+        self.budgets_mb = self._budgets(info, memory_budget_mb)
+
+        options = {"num_cpus": 0, "max_concurrency": 4, "scheduling_strategy": "SPREAD"}
+        options.update(actor_options or {})
+        # Ray restarts a dead actor (its constructor reopens the segments);
+        # calls are not retried by Ray, so the driver sees and counts each
+        # failure and resends only what was lost.
+        options.update(max_restarts=-1, max_task_retries=0)
+        host = ray.remote(SegmentHost).options(**options)
+        self._actor_of: List[int] = []
+        self._actors: List[Any] = []
+        for a, first in enumerate(range(0, self.segments, segments_per_actor)):
+            group = range(first, min(first + segments_per_actor, self.segments))
+            segs = {i: (info["segments"][i]["dir"], self.budgets_mb[i]) for i in group}
+            self._actors.append(host.remote(segs, io, open_kwargs))
+            self._actor_of.extend([a] * len(group))
+        try:
+            self._pids = ray.get([a.ping.remote() for a in self._actors], timeout=open_timeout_s)
+        except Exception:
+            self.close()
+            raise
+
+        self._lock = threading.Lock()
+        self._stats = {
+            "searches": 0,
+            "queries": 0,
+            "segment_calls": 0,
+            "retries": 0,
+            "actor_failures": 0,
+            "route_s": 0.0,
+            "fanout_wait_s": 0.0,
+            "merge_s": 0.0,
+            "total_s": 0.0,
+        }
+        self._segment_failures = [0] * self.segments
+
+    def _budgets(self, info: Dict[str, Any], total_mb: Optional[float]) -> List[Optional[float]]:
+        """Each segment's budget in MB: a share of ``total_mb`` in
+        proportion to its vectors, else the share the collection records."""
+        if total_mb is not None:
+            if total_mb <= 0:
+                raise ValueError(f"memory_budget_mb: expected a positive number, found {total_mb}")
+            return [total_mb * s / self.n for s in self.segment_sizes]
+        return [
+            None if s.get("memory_budget") is None else s["memory_budget"] / 1e6
+            for s in info["segments"]
+        ]
+
+    # ------------------------------------------------------------ search
+
+    def _check_queries(self, queries: Any) -> np.ndarray:
+        q = np.asarray(queries)
+        if q.ndim == 1:
+            q = q.reshape(1, -1)
+        if q.ndim != 2 or q.shape[0] == 0:
+            raise ValueError(f"queries: expected a non-empty (nq, {self.dim}) array, found shape {q.shape}")
+        if q.shape[1] != self.dim:
+            raise ValueError(
+                f"queries: expected {self.dim} components a row (the collection's dim), found {q.shape[1]}"
+            )
+        if not (np.issubdtype(q.dtype, np.floating) or np.issubdtype(q.dtype, np.integer)):
+            raise TypeError(f"queries: expected numbers, found dtype {q.dtype}")
+        q = np.ascontiguousarray(q, dtype=np.float32)
+        if not np.isfinite(q).all():
+            row = int(np.argmax(~np.isfinite(q).all(axis=1)))
+            raise ValueError(f"queries: expected finite numbers, found NaN or inf in row {row}")
+        return q
+
+    def search(
+        self,
+        queries: Any,
+        k: int = 10,
+        complexity: Optional[int] = None,
+        probe: Optional[int] = None,
+        threads: Optional[int] = None,
+        timeout_s: Optional[float] = None,
+        **search_kwargs: Any,
+    ) -> Tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest of each query over the segments it routes to.
+
+        ``complexity`` is each segment's search list (``Index.search``'s;
+        its default when None), ``probe`` the segments a query visits in a
+        k-means collection (all when None; a range collection always
+        searches all). Returns ``(D, I)`` as ``Index.search``: ``(nq, k)``
+        float32 distances (smaller is closer) and int64 global ids, inf / -1
+        where fewer than ``k`` were found.
+
+        Raises SegmentUnavailableError when a segment's actor failed more
+        than ``max_retries`` times in this call, TimeoutError after
+        ``timeout_s``, and the search's own errors (ValueError, OSError) as
+        they are.
+        """
+        ray = self._ray
+        t0 = time.perf_counter()
+        q = self._check_queries(queries)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.n:
+            raise ValueError(f"k: expected an integer in 1..{self.n} (the collection's vectors), found {k!r}")
+        k = int(k)
+        nq = q.shape[0]
+        routes = stratavec.route_queries(self.dir, q, probe)
+        t_route = time.perf_counter()
+
+        # A segment that searches the whole batch gets the batch put once
+        # (zero-copy for every actor on a node); one routed a subset gets
+        # just its rows.
+        shared = None
+        calls: Dict[int, Tuple[Any, np.ndarray]] = {}
+        for seg, rows in enumerate(routes):
+            rows = np.asarray(rows, dtype=np.int64)
+            if rows.size == nq:
+                if shared is None:
+                    shared = ray.put(q)
+                calls[seg] = (shared, rows)
+            elif rows.size:
+                calls[seg] = (q[rows], rows)
+        answers = self._fan_out(calls, k, complexity, threads, search_kwargs, timeout_s)
+        t_wait = time.perf_counter()
+        parts = [(calls[s][1], answers[s][0], answers[s][1]) for s in sorted(answers)]
+        D, I = stratavec.merge_results(nq, k, parts)
+        t_end = time.perf_counter()
+        with self._lock:
+            st = self._stats
+            st["searches"] += 1
+            st["queries"] += nq
+            st["route_s"] += t_route - t0
+            st["fanout_wait_s"] += t_wait - t_route
+            st["merge_s"] += t_end - t_wait
+            st["total_s"] += t_end - t0
+        return D, I
+
+    def _submit(self, seg: int, call: Tuple[Any, np.ndarray], k, complexity, threads, kw) -> Any:
+        actor = self._actors[self._actor_of[seg]]
+        with self._lock:
+            self._stats["segment_calls"] += 1
+        return actor.search.remote(seg, call[0], k, complexity, threads, kw)
+
+    def _fan_out(self, calls, k, complexity, threads, kw, timeout_s) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+        """Each segment's answer; a segment whose actor died is resent
+        (after a short wait while Ray restarts it) up to max_retries times."""
+        ray = self._ray
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        pending = {self._submit(s, c, k, complexity, threads, kw): s for s, c in calls.items()}
+        attempts = {s: 0 for s in calls}
+        answers: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=left)
+            if not done:
+                raise TimeoutError(
+                    f"search: segments {sorted(pending.values())} did not answer within timeout_s = {timeout_s}"
+                )
+            ref = done[0]
+            seg = pending.pop(ref)
+            try:
+                answers[seg] = ray.get(ref)
+            except self._actor_errors as e:
+                with self._lock:
+                    self._stats["actor_failures"] += 1
+                    self._segment_failures[seg] += 1
+                if attempts[seg] >= self.max_retries:
+                    raise SegmentUnavailableError(
+                        seg,
+                        f"segment {seg} ({self.info['segments'][seg]['dir']}): its actor failed "
+                        f"{attempts[seg] + 1} times in one search (max_retries = {self.max_retries}); "
+                        f"last error: {_one_line(e)}",
+                    ) from e
+                attempts[seg] += 1
+                with self._lock:
+                    self._stats["retries"] += 1
+                # Ray queues calls to a restarting actor; the pause only
+                # spaces retries out when the restart itself keeps failing.
+                time.sleep(min(2.0, 0.05 * 2 ** (attempts[seg] - 1)))
+                pending[self._submit(seg, calls[seg], k, complexity, threads, kw)] = seg
+        return answers
+
+    # ------------------------------------------------------------ admin
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters since open: ``searches`` (calls), ``queries`` (rows),
+        ``segment_calls`` (actor calls, retries included), ``retries``,
+        ``actor_failures`` (calls lost to a dead or unavailable actor), and
+        the time split: ``route_s``, ``fanout_wait_s`` (sending to the
+        actors until the last answer), ``merge_s``, ``total_s``;
+        ``segment_failures`` per segment."""
+        with self._lock:
+            out: Dict[str, Any] = dict(self._stats)
+            out["segment_failures"] = list(self._segment_failures)
+        out["segments"] = self.segments
+        out["actors"] = len(self._actors)
+        return out
+
+    def actor_pids(self, timeout_s: float = 60.0) -> List[int]:
+        """Each actor's process id (a restart changes it)."""
+        return self._ray.get([a.ping.remote() for a in self._actors], timeout=timeout_s)
+
+    def ping(self, timeout_s: float = 5.0) -> List[Optional[str]]:
+        """For each actor, None if it answers within ``timeout_s``, else why not."""
+        ray = self._ray
+        refs = [a.ping.remote() for a in self._actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        out: List[Optional[str]] = []
+        for r in refs:
+            if r not in ready:
+                out.append(f"no answer within {timeout_s} s")
+                continue
+            try:
+                ray.get(r)
+                out.append(None)
+            except Exception as e:
+                out.append(_one_line(e))
+        return out
+
+    def describe(self, timeout_s: float = 60.0) -> List[Dict[str, Any]]:
+        """Per segment: ``n``, ``memory`` (bytes by part), ``io``, ``pid``."""
+        parts = self._ray.get([a.describe.remote() for a in self._actors], timeout=timeout_s)
+        merged: Dict[int, Dict[str, Any]] = {}
+        for p in parts:
+            merged.update(p)
+        return [merged[i] for i in range(self.segments)]
+
+    def kill_segment_actor(self, segment: int) -> None:
+        """Test hook: kill the actor holding ``segment`` as a crash would;
+        Ray restarts it (and the next searches retry through it)."""
+        if not 0 <= segment < self.segments:
+            raise IndexError(f"segment: expected 0..{self.segments - 1}, found {segment}")
+        self._ray.kill(self._actors[self._actor_of[segment]], no_restart=False)
+
+    def close(self) -> None:
+        """End the actors (no restart)."""
+        for a in getattr(self, "_actors", []):
+            try:
+                self._ray.kill(a, no_restart=True)
+            except Exception:
+                pass
+        self._actors = []
+
+    def __enter__(self) -> "RayCollection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"RayCollection({self.dir!r}, n={self.n}, dim={self.dim}, metric={self.metric!r}, "
+            f"partition={self.partition!r}, segments={self.segments}, actors={len(self._actors)})"
+        )
