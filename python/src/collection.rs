@@ -280,6 +280,34 @@ pub fn merge_results<'py>(
     )
 }
 
+/// `segment_budgets(collection_dir, memory_budget_mb, io="auto")`: each
+/// segment's share of the budget in bytes, as `Collection.open` splits it
+/// (what the segment cannot open without, then the rest by vectors).
+#[pyfunction]
+#[pyo3(signature = (collection_dir, memory_budget_mb, io = "auto"))]
+pub fn segment_budgets(
+    py: Python<'_>,
+    collection_dir: PathBuf,
+    memory_budget_mb: f64,
+    io: &str,
+) -> PyResult<Vec<u64>> {
+    let opts = open_options(Some(memory_budget_mb), io)?;
+    let m = CollectionManifest::read(&collection_dir).map_err(to_py)?;
+    py.detach(|| stratavec::collection::open::segment_budgets(&collection_dir, &m, &opts))
+        .map(|b| b.unwrap_or_default())
+        .map_err(to_py)
+}
+
+/// The options a collection (and each segment, in a Ray actor) opens with.
+fn open_options(memory_budget_mb: Option<f64>, io: &str) -> PyResult<OpenOptions> {
+    Ok(OpenOptions {
+        memory_budget_bytes: budget_arg(memory_budget_mb)?,
+        io: io.parse().map_err(|e: String| PyValueError::new_err(e))?,
+        reserve_threads: super::default_threads(),
+        ..OpenOptions::default()
+    })
+}
+
 /// An open collection; see `stratavec.Collection`.
 #[pyclass(frozen, module = "stratavec._stratavec", name = "Collection")]
 pub struct Collection {
@@ -311,12 +339,7 @@ impl Collection {
         memory_budget_mb: Option<f64>,
         io: &str,
     ) -> PyResult<Collection> {
-        let opts = OpenOptions {
-            memory_budget_bytes: budget_arg(memory_budget_mb)?,
-            io: io.parse().map_err(|e: String| PyValueError::new_err(e))?,
-            reserve_threads: super::default_threads(),
-            ..OpenOptions::default()
-        };
+        let opts = open_options(memory_budget_mb, io)?;
         py.detach(|| stratavec::collection::Collection::open(&collection_dir, &opts))
             .map(|inner| Collection { inner })
             .map_err(to_py)

@@ -282,19 +282,13 @@ fn build_index<'py>(
     let cache_rank = cache_rank
         .parse()
         .map_err(|e| PyValueError::new_err(format!("cache_rank: {e}")))?;
-    if let Some(mb) = memory_budget_mb {
-        if !(mb.is_finite() && mb > 0.0) {
-            return Err(PyValueError::new_err(format!(
-                "memory_budget_mb: expected a positive number of MB, found {mb}"
-            )));
-        }
-    }
+    let memory_budget = collection::budget_arg(memory_budget_mb)?;
     let params = BuildParams {
         shuffle,
         layout: layout.or(base.layout),
         replicas: replicas.map(|r| count("replicas", r, 0)).transpose()?,
         cache_rank,
-        memory_budget: memory_budget_mb.map(|mb| (mb * 1e6) as u64),
+        memory_budget,
         nav_sample: nav_sample.unwrap_or(base.nav_sample),
         metric,
         graph_degree: count("graph_degree", graph_degree, 1)?,
@@ -628,15 +622,7 @@ impl Index {
         io: &str,
         navigation_graph: bool,
     ) -> PyResult<Index> {
-        let budget = match memory_budget_mb {
-            None => None,
-            Some(mb) if mb.is_finite() && mb > 0.0 => Some((mb * 1e6) as u64),
-            Some(mb) => {
-                return Err(PyValueError::new_err(format!(
-                    "memory_budget_mb: expected a positive number of MB, found {mb}"
-                )))
-            }
-        };
+        let budget = collection::budget_arg(memory_budget_mb)?;
         let opts = OpenOptions {
             memory_budget_bytes: budget,
             // Inferred, so this crate needs no direct stratavec-io dependency.
@@ -908,7 +894,7 @@ mod _stratavec {
     #[pymodule_export]
     use super::collection::{
         collection_info, commit_collection, merge_results, partition_collection, route_queries,
-        Collection,
+        segment_budgets, Collection,
     };
     #[pymodule_export]
     use super::Index;

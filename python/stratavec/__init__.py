@@ -52,6 +52,7 @@ __all__ = [
     "merge_results",
     "partition_collection",
     "route_queries",
+    "segment_budgets",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -703,4 +704,5 @@ from .collection import (  # noqa: E402
     merge_results,
     partition_collection,
     route_queries,
+    segment_budgets,
 )

@@ -32,6 +32,7 @@ from ._stratavec import (
     merge_results,
     partition_collection,
     route_queries,
+    segment_budgets,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -46,6 +47,7 @@ __all__ = [
     "merge_results",
     "partition_collection",
     "route_queries",
+    "segment_budgets",
     "segment_plan",
     "staging_dir",
 ]

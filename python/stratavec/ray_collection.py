@@ -439,7 +439,7 @@ class RayCollection:
         self.segment_sizes = [int(s["n"]) for s in info["segments"]]
         self.segments = len(self.segment_sizes)
         self.max_retries = int(max_retries)
-        self.budgets_mb = self._budgets(info, memory_budget_mb)
+        self.budgets_mb = self._budgets(info, memory_budget_mb, io)
 
         options = {"num_cpus": 0, "max_concurrency": 4, "scheduling_strategy": "SPREAD"}
         options.update(actor_options or {})
@@ -475,13 +475,13 @@ class RayCollection:
         }
         self._segment_failures = [0] * self.segments
 
-    def _budgets(self, info: Dict[str, Any], total_mb: Optional[float]) -> List[Optional[float]]:
-        """Each segment's budget in MB: a share of ``total_mb`` in
-        proportion to its vectors, else the share the collection records."""
+    def _budgets(self, info: Dict[str, Any], total_mb: Optional[float], io: str) -> List[Optional[float]]:
+        """Each segment's budget in MB: its share of ``total_mb`` as the
+        in-process collection splits it (``stratavec.segment_budgets``:
+        what each segment cannot open without, then the rest by vectors),
+        else the share the collection records."""
         if total_mb is not None:
-            if total_mb <= 0:
-                raise ValueError(f"memory_budget_mb: expected a positive number, found {total_mb}")
-            return [total_mb * s / self.n for s in self.segment_sizes]
+            return [b / 1e6 for b in stratavec.segment_budgets(self.dir, total_mb, io)]
         return [
             None if s.get("memory_budget") is None else s["memory_budget"] / 1e6
             for s in info["segments"]

@@ -127,6 +127,15 @@ fn kmeans_probe_searches_the_nearest_segments_only() {
     let dir = tmp.path().join("c");
     build(&dir, &base, 4, Partition::Kmeans);
     let c = Collection::open(&dir, &opts()).unwrap();
+    // Shares: each segment's floor (codes, buffers) first, then the rest by
+    // vectors; together never over the budget, however small a segment.
+    let budgets = stratavec::collection::open::segment_budgets(&dir, &c.manifest, &opts())
+        .unwrap()
+        .unwrap();
+    assert_eq!(budgets.iter().sum::<u64>(), 4_000_000);
+    for (seg, b) in c.segments().iter().zip(&budgets) {
+        assert!(seg.memory().total() as u64 <= *b);
+    }
     let p = search_params(10, 40);
     let mut last = 0.0;
     for probe in 1..=4 {

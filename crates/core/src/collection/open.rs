@@ -93,7 +93,7 @@ impl Collection {
         let dir = dir.as_ref().to_path_buf();
         let manifest = CollectionManifest::read(&dir)?;
         let sizes: Vec<usize> = manifest.segments.iter().map(|s| s.n).collect();
-        let budgets = opts.memory_budget_bytes.map(|b| budget_shares(b, &sizes));
+        let budgets = segment_budgets(&dir, &manifest, opts)?;
         let mut segments = Vec::with_capacity(sizes.len());
         for i in 0..sizes.len() {
             let path = manifest.segment_path(&dir, i);
@@ -286,6 +286,48 @@ impl Collection {
         out.wall_s = t0.elapsed().as_secs_f64();
         Ok(out)
     }
+}
+
+/// Each segment's share of `opts.memory_budget_bytes`: first what it
+/// cannot open without (its codes, I/O buffers and maps: what it holds
+/// opened with no budget), then the rest in proportion to its vectors — so
+/// a small segment is never refused for a share too small for its buffers,
+/// and the shares add up to the budget. `None` without a budget.
+pub fn segment_budgets(
+    dir: &Path,
+    manifest: &CollectionManifest,
+    opts: &OpenOptions,
+) -> Result<Option<Vec<u64>>> {
+    let Some(total) = opts.memory_budget_bytes else {
+        return Ok(None);
+    };
+    let mut floors = Vec::with_capacity(manifest.segments.len());
+    for i in 0..manifest.segments.len() {
+        let bare = OpenOptions {
+            memory_budget_bytes: None,
+            ..opts.clone()
+        };
+        floors.push(
+            Index::open(manifest.segment_path(dir, i), &bare)?
+                .memory()
+                .total() as u64,
+        );
+    }
+    let need: u64 = floors.iter().sum();
+    if total < need {
+        return Err(Error::argument(
+            "memory budget",
+            format!(
+                "at least {:.2} MB (the {} segments' codes, I/O buffers and maps)",
+                need as f64 / 1e6,
+                floors.len()
+            ),
+            format!("{:.2} MB ({total} bytes)", total as f64 / 1e6),
+        ));
+    }
+    let sizes: Vec<usize> = manifest.segments.iter().map(|s| s.n).collect();
+    let rest = budget_shares(total - need, &sizes);
+    Ok(Some(floors.iter().zip(rest).map(|(f, r)| f + r).collect()))
 }
 
 fn read_centroids(dir: &Path, manifest: &CollectionManifest) -> Result<Vec<f32>> {
