@@ -16,7 +16,7 @@ use super::manifest::{
 use super::partition;
 use crate::data::{Elems, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
-use crate::index::build::{build_index_with_ids, BuildParams, BuildReport};
+use crate::index::build::{build_index_with_ids, check_ids, BuildParams, BuildReport};
 use crate::index::commit::{check_target, publish, Staging};
 use crate::index::ids::{IdMap, IDS_FILE};
 use crate::index::manifest::Manifest;
@@ -93,16 +93,7 @@ pub fn build_collection(
     let dim = data.dim();
     let n = data.elems().len() / dim;
     partition::check(n, cp.segments, cp.partition, params.metric)?;
-    if let Some(ids) = ids {
-        if ids.len() != n {
-            return Err(Error::argument(
-                "ids",
-                format!("one id a vector ({n})"),
-                ids.len(),
-            ));
-        }
-        crate::data::check_unique(Path::new(source), "ids", ids)?;
-    }
+    check_ids(ids, n, source)?;
     let staging = Staging::new(dir)?;
     progress.stage("partition", 0);
     let t = Instant::now();

@@ -112,25 +112,7 @@ impl CollectionManifest {
         let text = std::fs::read_to_string(&path).at("read", &path)?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Error::index(&path, "JSON", "a valid collection manifest", e))?;
-        match value.get("format_version").and_then(|v| v.as_u64()) {
-            Some(v) if v as u32 > COLLECTION_VERSION => {
-                return Err(Error::index(
-                    &path,
-                    "format_version",
-                    format!("<= {COLLECTION_VERSION} (this stratavec)"),
-                    format!("{v}: written by a newer stratavec; upgrade to open it"),
-                ))
-            }
-            Some(_) => {}
-            None => {
-                return Err(Error::index(
-                    &path,
-                    "format_version",
-                    "an integer",
-                    "missing",
-                ))
-            }
-        }
+        crate::index::manifest::check_version(&path, &value, COLLECTION_VERSION)?;
         let m: CollectionManifest = serde_json::from_value(value)
             .map_err(|e| Error::index(&path, "fields", "a valid collection manifest", e))?;
         m.check(&path)?;

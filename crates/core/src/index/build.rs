@@ -521,6 +521,22 @@ pub fn build_index(
     build_index_with_ids(data, None, source, dir, params, threads, progress)
 }
 
+/// `ids`, when given, are one a vector of the `n` and unique (`source`
+/// names the data in the error).
+pub fn check_ids(ids: Option<&[i64]>, n: usize, source: &str) -> Result<()> {
+    if let Some(ids) = ids {
+        if ids.len() != n {
+            return Err(Error::argument(
+                "ids",
+                format!("one id a vector ({n})"),
+                ids.len(),
+            ));
+        }
+        crate::data::check_unique(Path::new(source), "ids", ids)?;
+    }
+    Ok(())
+}
+
 /// [`build_index`] keeping `ids` (one a row, unique) in the index: search
 /// then returns them instead of row numbers (`index::ids`).
 pub fn build_index_with_ids(
@@ -536,16 +552,7 @@ pub fn build_index_with_ids(
     let dim = data.dim();
     let n = data.elems().len() / dim;
     let data_dtype = data.elems().dtype();
-    if let Some(ids) = ids {
-        if ids.len() != n {
-            return Err(Error::argument(
-                "ids",
-                format!("one id a vector ({n})"),
-                ids.len(),
-            ));
-        }
-        crate::data::check_unique(Path::new(source), "ids", ids)?;
-    }
+    check_ids(ids, n, source)?;
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
     let (mut params, mut chosen) = fit(params, n, dim, data_dtype)?;

@@ -43,6 +43,28 @@ pub struct Manifest {
     pub chosen: BTreeMap<String, String>,
 }
 
+/// Refuses a manifest (`value`, read from `path`) without a
+/// `format_version`, or with one newer than `supported`, before its other
+/// fields are parsed: a newer file gets "upgrade", not a parse error about
+/// a field this version does not know.
+pub fn check_version(path: &Path, value: &serde_json::Value, supported: u32) -> Result<()> {
+    match value.get("format_version").and_then(|v| v.as_u64()) {
+        Some(v) if v > supported as u64 => Err(Error::index(
+            path,
+            "format_version",
+            format!("<= {supported} (this stratavec)"),
+            format!("{v}: written by a newer stratavec; upgrade to open it"),
+        )),
+        Some(_) => Ok(()),
+        None => Err(Error::index(
+            path,
+            "format_version",
+            "an integer",
+            "missing",
+        )),
+    }
+}
+
 impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest> {
         if !dir.is_dir() {
@@ -67,26 +89,7 @@ impl Manifest {
         // message rather than a parse error about a field we do not know.
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Error::index(&path, "JSON", "a valid manifest", e))?;
-        let version = value.get("format_version").and_then(|v| v.as_u64());
-        match version {
-            Some(v) if v as u32 > FORMAT_VERSION => {
-                return Err(Error::index(
-                    &path,
-                    "format_version",
-                    format!("<= {FORMAT_VERSION} (this stratavec)"),
-                    format!("{v}: written by a newer stratavec; upgrade to open it"),
-                ))
-            }
-            Some(_) => {}
-            None => {
-                return Err(Error::index(
-                    &path,
-                    "format_version",
-                    "an integer",
-                    "missing",
-                ))
-            }
-        }
+        check_version(&path, &value, FORMAT_VERSION)?;
         serde_json::from_value(value)
             .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))
     }
