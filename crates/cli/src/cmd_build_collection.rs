@@ -7,7 +7,10 @@ use crate::progress::Bars;
 use anyhow::Result;
 use stratavec::collection::{build_collection, CollectionParams, Partition};
 
+// clap names each derived group after its struct; the flattened build
+// options are `Args` too, so this one opts out of the group.
 #[derive(clap::Args)]
+#[group(skip)]
 pub struct Args {
     #[command(flatten)]
     build: cmd_build::Args,

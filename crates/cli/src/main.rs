@@ -93,6 +93,13 @@ mod tests {
     use super::Cli;
     use clap::CommandFactory;
 
+    /// clap's own consistency checks (unique group names, valid defaults)
+    /// run only when a debug build parses that subcommand; run them all.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
     /// `--help` of every subcommand but `bench` (whose options mirror
     /// `build` and `search`) says what each argument and option is.
     #[test]
