@@ -6,7 +6,9 @@ so drift on a shared machine hits all alike) of:
 - the single index (1 segment);
 - range collections of 2, 4, 8 segments, every segment searched, at the
   same per-segment L (same total data, same total budget);
-- k-means collections searched at each ``--probe``;
+- k-means collections searched at each ``--probe``, at each
+  ``--probe-shrink`` (a query's further segments searched at shrinking
+  lists, 0.5 the default; 1.0 every segment at L);
 - with ``--ray``: the 4-segment collections through Ray actors
   (``stratavec.ray_collection.RayCollection``) on a local Ray instance, for
   Ray's overhead against the in-process collection.
@@ -51,6 +53,7 @@ def row(system, info, L, probe, rnd, nq, wall, I, gt, stats):
         "segments": info["segments"],
         "partition": info["partition"],
         "probe": probe,
+        "probe_shrink": info.get("probe_shrink"),
         "L": L,
         "round": rnd,
         "qps": nq / wall,
@@ -73,6 +76,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-L", type=int, nargs="+", default=[10, 20, 30, 40, 60, 80])
     ap.add_argument("--probe", type=int, nargs="+", default=[1, 2, 3, 4])
+    ap.add_argument("--probe-shrink", type=float, nargs="+", default=[0.5, 1.0],
+                    help="k-means: list-size ratio from a query's nearer segment to the next")
     ap.add_argument("--ray", action="store_true", help="also the 4-segment collections on Ray")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
@@ -96,12 +101,21 @@ def main() -> None:
         info = {"segments": len(c.segments), "partition": c.partition, "memory_bytes": c.memory_bytes()}
         probes = [p for p in a.probe if p < len(c.segments)] + [None] if c.partition == "kmeans" else [None]
 
-        def search_coll(L, probe, c=c):
-            t = time.perf_counter()
-            _, I, st = c.search(xq, k=10, complexity=L, probe=probe, threads=a.threads, return_stats=True)
-            return I, st, time.perf_counter() - t
+        shrinks = a.probe_shrink if c.partition == "kmeans" else [None]
+        for shrink in shrinks:
 
-        systems.append((f"collection-{c.partition}-{len(c.segments)}", info, search_coll, probes))
+            def search_coll(L, probe, c=c, shrink=shrink):
+                t = time.perf_counter()
+                _, I, st = c.search(xq, k=10, complexity=L, probe=probe, probe_shrink=shrink,
+                                    threads=a.threads, return_stats=True)
+                return I, st, time.perf_counter() - t
+
+            name = f"collection-{c.partition}-{len(c.segments)}"
+            if shrink is not None and shrink != 0.5:
+                name += f" shrink {shrink:g}"
+            # At probe 1 the shrink changes nothing: measured once.
+            mine = probes if shrink in (None, 0.5) else [p for p in probes if p != 1]
+            systems.append((name, dict(info, probe_shrink=shrink), search_coll, mine))
         if a.ray and len(c.segments) == 4:
             from stratavec.ray_collection import RayCollection, require_ray
 
@@ -119,7 +133,9 @@ def main() -> None:
                 wall = time.perf_counter() - t
                 return I, {"merge_s": rc.stats()["merge_s"] - before}, wall
 
-            systems.append((f"ray-{c.partition}-{len(c.segments)}", dict(info), search_ray, probes))
+            shrink = 0.5 if c.partition == "kmeans" else None  # the default
+            systems.append((f"ray-{c.partition}-{len(c.segments)}", dict(info, probe_shrink=shrink),
+                            search_ray, probes))
 
     # One unrecorded pass each first: readers, rings and the page cache of
     # the small files set up before anything is timed.

@@ -72,16 +72,22 @@ def targets(ms: dict) -> list[str]:
         lines.append(f"| 4 segments, all searched, recall ≥ one index's at the same L − 0.005 | "
                      f"worst difference {worst:+.4f} (L = {at}) | {'met' if worst >= -0.005 else 'not met'} |")
     single = best_at(ms, "single", None, 0.95)
-    kmeans = sorted({p for (s, p, _) in ms if s == "collection-kmeans-4" and p is not None})
-    for p in kmeans + [None]:
-        got = best_at(ms, "collection-kmeans-4", p, 0.95)
-        if got and single:
-            ratio = got["qps"] / single["qps"]
-            lines.append(
-                f"| k-means, smallest probe reaching 0.95 ({'all' if p is None else p} of 4): QPS ≥ 0.5× one "
-                f"index's at 0.95 | {got['qps']:,.0f} (L = {got['L']}) vs {single['qps']:,.0f} "
-                f"(L = {single['L']}): {ratio:.2f}× | {'met' if ratio >= 0.5 else 'not met'} |")
-            break
+    # Each k-means-4 variant (list shrink by rank): its smallest probe
+    # reaching 0.95 against the one index at 0.95.
+    for system in sorted({s for (s, _, _) in ms if s.startswith("collection-kmeans-4")}):
+        probes = sorted({p for (s, p, _) in ms if s == system and p is not None})
+        shrink = next(m.get("probe_shrink") for (s, _, _), m in ms.items() if s == system)
+        for p in probes + [None]:
+            got = best_at(ms, system, p, 0.95)
+            if got and single:
+                ratio = got["qps"] / single["qps"]
+                lines.append(
+                    f"| k-means, lists shrinking ×{fmt(shrink, 'g')} a rank, smallest probe reaching "
+                    f"0.95 ({'all' if p is None else p} of 4): QPS ≥ 0.5× one index's at 0.95 | "
+                    f"{got['qps']:,.0f} (L = {got['L']}, {fmt(got['reads_per_query'], '.1f')} reads) vs "
+                    f"{single['qps']:,.0f} (L = {single['L']}, {fmt(single['reads_per_query'], '.1f')} "
+                    f"reads): {ratio:.2f}× | {'met' if ratio >= 0.5 else 'not met'} |")
+                break
     for part in ("range", "kmeans"):
         ratios = [ms[("ray-" + part + "-4", p, L)]["qps"] / m["qps"]
                   for (s, p, L), m in ms.items()
@@ -110,7 +116,9 @@ def main() -> None:
              f"(split by vectors); medians of {n_rounds} interleaved rounds. A collection's "
              f"per-query latency is the sum of its segment searches'.", ""]
     lines += table(scaling, False) + ["", "k-means partitions, a query searching its `probe` "
-                                      "nearest segments:", ""]
+                                      "nearest segments, the nearest at L and each further one "
+                                      "at half the list before (never below k; `shrink 1`: all at "
+                                      "L):", ""]
     lines += table(kmeans, True) + [""]
     if ray:
         lines += ["Through Ray actors (one a segment, 2 CPUs, local instance; the segments "

@@ -15,8 +15,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::{Path, PathBuf};
 use stratavec::collection::{
     merge::{merge, Part},
-    route::route,
-    CollectionManifest, CollectionResult, Partition,
+    route::{route, visits},
+    CollectionManifest, CollectionResult, Partition, Probe,
 };
 use stratavec::data::{Elems, Metric};
 use stratavec::{BatchResult, OpenOptions, SearchParams};
@@ -184,6 +184,39 @@ pub fn collection_info<'py>(
     info_dict(py, &collection_dir, &m, c)
 }
 
+/// A probe from Python's `probe` (segments) and `probe_shrink` arguments.
+fn probe_arg(probe: Option<i64>, shrink: Option<f64>) -> PyResult<Probe> {
+    let mut p = Probe::nearest(probe.map(|p| count("probe", p, 1)).transpose()?);
+    if let Some(s) = shrink {
+        p.shrink = s as f32;
+    }
+    p.check().map_err(to_py)?;
+    Ok(p)
+}
+
+/// The collection at `dir`'s routes for `queries`: per segment, the rows
+/// it searches and its rank for each.
+fn routes_of<'py>(
+    py: Python<'py>,
+    collection_dir: &Path,
+    queries: &Bound<'py, PyAny>,
+    probe: &Probe,
+) -> PyResult<Vec<Vec<stratavec::collection::route::Routed>>> {
+    let m = CollectionManifest::read(collection_dir).map_err(to_py)?;
+    let c = read_centroids(collection_dir, &m)?;
+    let (q, _nq) = query_rows(py, queries, m.dim, "collection")?;
+    route(
+        m.partition,
+        c.as_deref(),
+        m.segments.len(),
+        m.metric,
+        &q,
+        m.dim,
+        probe,
+    )
+    .map_err(to_py)
+}
+
 /// `route_queries(collection_dir, queries, probe=None)`: for each segment,
 /// the query rows (int64) it searches.
 #[pyfunction]
@@ -194,24 +227,38 @@ pub fn route_queries<'py>(
     queries: &Bound<'py, PyAny>,
     probe: Option<i64>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let m = CollectionManifest::read(&collection_dir).map_err(to_py)?;
-    let c = read_centroids(&collection_dir, &m)?;
-    let (q, _nq) = query_rows(py, queries, m.dim, "collection")?;
-    let probe = probe.map(|p| count("probe", p, 1)).transpose()?;
-    let routes = route(
-        m.partition,
-        c.as_deref(),
-        m.segments.len(),
-        m.metric,
-        &q,
-        m.dim,
-        probe,
-    )
-    .map_err(to_py)?;
+    let routes = routes_of(py, &collection_dir, queries, &probe_arg(probe, None)?)?;
     let out = PyList::empty(py);
     for r in routes {
-        let rows: Vec<i64> = r.into_iter().map(i64::from).collect();
+        let rows: Vec<i64> = r.into_iter().map(|r| i64::from(r.row)).collect();
         out.append(rows.into_pyarray(py))?;
+    }
+    Ok(out)
+}
+
+/// `plan_visits(collection_dir, queries, complexity, k, probe=None,
+/// probe_shrink=None)`: the fan-out's search calls, each a tuple
+/// `(segment, complexity, rows)` — a segment's routed rows grouped by the
+/// list size their rank gives (`Collection.search` makes the same calls).
+#[pyfunction]
+#[pyo3(signature = (collection_dir, queries, complexity, k, probe = None, probe_shrink = None))]
+pub fn plan_visits<'py>(
+    py: Python<'py>,
+    collection_dir: PathBuf,
+    queries: &Bound<'py, PyAny>,
+    complexity: i64,
+    k: i64,
+    probe: Option<i64>,
+    probe_shrink: Option<f64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let probe = probe_arg(probe, probe_shrink)?;
+    let k = count("k", k, 1)?;
+    let complexity = count("complexity", complexity, 1)?.max(k);
+    let routes = routes_of(py, &collection_dir, queries, &probe)?;
+    let out = PyList::empty(py);
+    for v in visits(&routes, &probe, complexity, k) {
+        let rows: Vec<i64> = v.rows.into_iter().map(i64::from).collect();
+        out.append((v.segment, v.complexity, rows.into_pyarray(py)))?;
     }
     Ok(out)
 }
@@ -400,11 +447,14 @@ impl Collection {
     }
 
     /// Searches every query in its segments (`probe` nearest of a k-means
-    /// partition; all when None) at list size `complexity` in each, and
-    /// merges exactly; returns `(D, I)` (and stats) as `Index.search`.
+    /// partition; all when None) and merges exactly; returns `(D, I)` (and
+    /// stats) as `Index.search`. A range partition searches each segment at
+    /// `complexity`; a k-means partition its nearest at `complexity` and
+    /// each further one at `probe_shrink` (default 0.5) of the one before,
+    /// never below k (1.0: all at `complexity`).
     #[pyo3(signature = (
-        queries, k = 10, *, complexity = 64, probe = None, beam_width = None, threads = None,
-        in_flight = None, return_stats = false, on_error = "raise"
+        queries, k = 10, *, complexity = 64, probe = None, probe_shrink = None, beam_width = None,
+        threads = None, in_flight = None, return_stats = false, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -414,6 +464,7 @@ impl Collection {
         k: i64,
         complexity: i64,
         probe: Option<i64>,
+        probe_shrink: Option<f64>,
         beam_width: Option<i64>,
         threads: Option<i64>,
         in_flight: Option<i64>,
@@ -423,7 +474,7 @@ impl Collection {
         let this = slf.get();
         let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
-        let probe = probe.map(|p| count("probe", p, 1)).transpose()?;
+        let probe = probe_arg(probe, probe_shrink)?;
         let beam_width = beam_width.map(|w| count("beam_width", w, 1)).transpose()?;
         let in_flight = in_flight.map(|q| count("in_flight", q, 1)).transpose()?;
         let params = SearchParams {
@@ -436,7 +487,7 @@ impl Collection {
         let dim = this.inner.dim();
         let (q, nq) = query_rows(py, queries, dim, "collection")?;
         let res = py
-            .detach(|| this.inner.search_batch(&q, dim, &params, probe))
+            .detach(|| this.inner.search_batch(&q, dim, &params, &probe))
             .map_err(to_py)?;
         let batch = as_batch(&res);
         check_failures(py, &batch, nq, mask)?;

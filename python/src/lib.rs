@@ -893,8 +893,8 @@ mod _stratavec {
     use super::build_index;
     #[pymodule_export]
     use super::collection::{
-        collection_info, commit_collection, merge_results, partition_collection, route_queries,
-        segment_budgets, Collection,
+        collection_info, commit_collection, merge_results, partition_collection, plan_visits,
+        route_queries, segment_budgets, Collection,
     };
     #[pymodule_export]
     use super::Index;

@@ -51,6 +51,7 @@ __all__ = [
     "commit_collection",
     "merge_results",
     "partition_collection",
+    "plan_visits",
     "route_queries",
     "segment_budgets",
 ]
@@ -703,6 +704,7 @@ from .collection import (  # noqa: E402
     commit_collection,
     merge_results,
     partition_collection,
+    plan_visits,
     route_queries,
     segment_budgets,
 )

@@ -31,6 +31,7 @@ from ._stratavec import (
     commit_collection,
     merge_results,
     partition_collection,
+    plan_visits,
     route_queries,
     segment_budgets,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "load_vectors",
     "merge_results",
     "partition_collection",
+    "plan_visits",
     "route_queries",
     "segment_budgets",
     "segment_plan",
@@ -249,15 +251,20 @@ class Collection:
         *,
         complexity: int = 64,
         probe: Optional[int] = None,
+        probe_shrink: Optional[float] = None,
         beam_width: Optional[int] = None,
         threads: Optional[int] = None,
         in_flight: Optional[int] = None,
         return_stats: bool = False,
         on_error: str = "raise",
     ) -> Tuple[Any, ...]:
-        """Search like :meth:`stratavec.Index.search`, at list size
-        ``complexity`` in every segment a query visits: all of them, or for
-        a k-means partition the ``probe`` whose centroids are nearest. ``I``
+        """Search like :meth:`stratavec.Index.search` in every segment a
+        query visits: all of them, or for a k-means partition the ``probe``
+        whose centroids are nearest. A range partition searches each at list
+        size ``complexity``; a k-means partition its nearest segment at
+        ``complexity`` and each further one at ``probe_shrink`` (default
+        0.5) of the one before, never below ``k`` — far segments hold few
+        of a query's neighbours (1.0 searches all at ``complexity``). ``I``
         holds global ids. ``return_stats`` adds per-query counters summed
         over the segments, ``merge_s`` and ``segment_queries``."""
         return self._c.search(
@@ -265,6 +272,7 @@ class Collection:
             k,
             complexity=complexity,
             probe=probe,
+            probe_shrink=probe_shrink,
             beam_width=beam_width,
             threads=threads,
             in_flight=in_flight,

@@ -25,7 +25,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -46,6 +46,17 @@ RAY_MISSING = (
     "stratavec's Ray backend needs Ray: pip install 'stratavec[ray]' "
     "(installs ray[serve] at the tested version)"
 )
+
+
+class _Call(NamedTuple):
+    """One actor call of a fan-out: ``rows`` of the batch (``queries``,
+    or a Ray reference to the whole batch) searched in ``segment`` at list
+    size ``complexity``."""
+
+    segment: int
+    complexity: int
+    queries: Any
+    rows: np.ndarray
 
 
 class SegmentBuildError(RuntimeError):
@@ -515,14 +526,17 @@ class RayCollection:
         probe: Optional[int] = None,
         threads: Optional[int] = None,
         timeout_s: Optional[float] = None,
+        probe_shrink: Optional[float] = None,
         **search_kwargs: Any,
     ) -> Tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest of each query over the segments it routes to.
 
-        ``complexity`` is each segment's search list (``Index.search``'s;
-        its default when None), ``probe`` the segments a query visits in a
-        k-means collection (all when None; a range collection always
-        searches all). Returns ``(D, I)`` as ``Index.search``: ``(nq, k)``
+        As :meth:`stratavec.Collection.search`: ``complexity`` (default 64)
+        is the search list in every segment of a range collection and in a query's nearest
+        segment of a k-means one, whose further segments get
+        ``probe_shrink`` (default 0.5) of the list before; ``probe`` the
+        segments a query visits in a k-means collection (all when None; a
+        range collection always searches all). Returns ``(D, I)`` as ``Index.search``: ``(nq, k)``
         float32 distances (smaller is closer) and int64 global ids, inf / -1
         where fewer than ``k`` were found.
 
@@ -538,25 +552,28 @@ class RayCollection:
             raise ValueError(f"k: expected an integer in 1..{self.n} (the collection's vectors), found {k!r}")
         k = int(k)
         nq = q.shape[0]
-        routes = stratavec.route_queries(self.dir, q, probe)
+        # The same calls Collection.search makes: each segment's routed rows
+        # grouped by the list size their rank gives.
+        complexity = 64 if complexity is None else complexity
+        visits = stratavec.plan_visits(self.dir, q, complexity, k, probe, probe_shrink)
         t_route = time.perf_counter()
 
-        # A segment that searches the whole batch gets the batch put once
+        # A call that searches the whole batch gets the batch put once
         # (zero-copy for every actor on a node); one routed a subset gets
         # just its rows.
         shared = None
-        calls: Dict[int, Tuple[Any, np.ndarray]] = {}
-        for seg, rows in enumerate(routes):
+        calls: Dict[int, _Call] = {}
+        for i, (seg, l, rows) in enumerate(visits):
             rows = np.asarray(rows, dtype=np.int64)
             if rows.size == nq:
                 if shared is None:
                     shared = ray.put(q)
-                calls[seg] = (shared, rows)
-            elif rows.size:
-                calls[seg] = (q[rows], rows)
-        answers = self._fan_out(calls, k, complexity, threads, search_kwargs, timeout_s)
+                calls[i] = _Call(seg, l, shared, rows)
+            else:
+                calls[i] = _Call(seg, l, q[rows], rows)
+        answers = self._fan_out(calls, k, threads, search_kwargs, timeout_s)
         t_wait = time.perf_counter()
-        parts = [(calls[s][1], answers[s][0], answers[s][1]) for s in sorted(answers)]
+        parts = [(calls[i].rows, answers[i][0], answers[i][1]) for i in sorted(answers)]
         D, I = stratavec.merge_results(nq, k, parts)
         t_end = time.perf_counter()
         with self._lock:
@@ -569,49 +586,49 @@ class RayCollection:
             st["total_s"] += t_end - t0
         return D, I
 
-    def _submit(self, seg: int, call: Tuple[Any, np.ndarray], k, complexity, threads, kw) -> Any:
-        actor = self._actors[self._actor_of[seg]]
+    def _submit(self, call: "_Call", k, threads, kw) -> Any:
+        actor = self._actors[self._actor_of[call.segment]]
         with self._lock:
             self._stats["segment_calls"] += 1
-        return actor.search.remote(seg, call[0], k, complexity, threads, kw)
+        return actor.search.remote(call.segment, call.queries, k, call.complexity, threads, kw)
 
-    def _fan_out(self, calls, k, complexity, threads, kw, timeout_s) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
-        """Each segment's answer; a segment whose actor died is resent
-        (after a short wait while Ray restarts it) up to max_retries times."""
+    def _fan_out(self, calls, k, threads, kw, timeout_s) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+        """Each call's answer; a call whose actor died is resent (after a
+        short wait while Ray restarts it) up to max_retries times."""
         ray = self._ray
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pending = {self._submit(s, c, k, complexity, threads, kw): s for s, c in calls.items()}
-        attempts = {s: 0 for s in calls}
+        pending = {self._submit(c, k, threads, kw): i for i, c in calls.items()}
+        attempts = {i: 0 for i in calls}
         answers: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         while pending:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             done, _ = ray.wait(list(pending), num_returns=1, timeout=left)
             if not done:
-                raise TimeoutError(
-                    f"search: segments {sorted(pending.values())} did not answer within timeout_s = {timeout_s}"
-                )
+                late = sorted({calls[i].segment for i in pending.values()})
+                raise TimeoutError(f"search: segments {late} did not answer within timeout_s = {timeout_s}")
             ref = done[0]
-            seg = pending.pop(ref)
+            i = pending.pop(ref)
+            seg = calls[i].segment
             try:
-                answers[seg] = ray.get(ref)
+                answers[i] = ray.get(ref)
             except self._actor_errors as e:
                 with self._lock:
                     self._stats["actor_failures"] += 1
                     self._segment_failures[seg] += 1
-                if attempts[seg] >= self.max_retries:
+                if attempts[i] >= self.max_retries:
                     raise SegmentUnavailableError(
                         seg,
                         f"segment {seg} ({self.info['segments'][seg]['dir']}): its actor failed "
-                        f"{attempts[seg] + 1} times in one search (max_retries = {self.max_retries}); "
+                        f"{attempts[i] + 1} times in one search (max_retries = {self.max_retries}); "
                         f"last error: {_one_line(e)}",
                     ) from e
-                attempts[seg] += 1
+                attempts[i] += 1
                 with self._lock:
                     self._stats["retries"] += 1
                 # Ray queues calls to a restarting actor; the pause only
                 # spaces retries out when the restart itself keeps failing.
-                time.sleep(min(2.0, 0.05 * 2 ** (attempts[seg] - 1)))
-                pending[self._submit(seg, calls[seg], k, complexity, threads, kw)] = seg
+                time.sleep(min(2.0, 0.05 * 2 ** (attempts[i] - 1)))
+                pending[self._submit(calls[i], k, threads, kw)] = i
         return answers
 
     # ------------------------------------------------------------ admin

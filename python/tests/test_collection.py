@@ -63,6 +63,15 @@ def test_probe_routes_to_the_nearest_segments(kmeans_dir, data):
     assert stats["segment_queries"] == [len(r) for r in routes]
     r = [recall(c.search(xq, k=10, complexity=40, probe=p)[1], gt) for p in (1, 2, 4)]
     assert r[0] <= r[1] + 1e-9 <= r[2] + 2e-9
+    # Further segments are searched at shrinking lists (40, 20, 10, 10):
+    # fewer nodes fetched than every segment at 40, for most of the recall.
+    plan = stratavec.plan_visits(kmeans_dir, xq, 40, 10)
+    assert sorted({l for _, l, _ in plan}) == [10, 20, 40]
+    fetched = lambda st: int((st["reads"] + st["cache_hits"]).sum())
+    _, I_s, st_s = c.search(xq, k=10, complexity=40, return_stats=True)
+    _, I_f, st_f = c.search(xq, k=10, complexity=40, probe_shrink=1.0, return_stats=True)
+    assert fetched(st_s) < fetched(st_f)
+    assert recall(I_s, gt) >= recall(I_f, gt) - 0.02
 
 
 def test_a_failed_build_leaves_the_previous_collection(tmp_path, data):
@@ -87,6 +96,8 @@ def test_bad_arguments_are_refused_by_name(kmeans_dir, data):
         c.search(xq[:, :8], k=10)
     with pytest.raises(ValueError, match="probe"):
         c.search(xq, k=10, probe=0)
+    with pytest.raises(ValueError, match=r"probe shrink.*\(0, 1\].*1\.5"):
+        c.search(xq, k=10, probe_shrink=1.5)
     with pytest.raises(ValueError, match="partition"):
         stratavec.partition_collection(xb, 2, partition="hash")
     with pytest.raises(ValueError, match="segments"):

@@ -127,7 +127,12 @@ def test_kmeans_probe_routes_to_fewer_segments_and_matches_in_process(built):
         calls_full = rc.stats()["segment_calls"]
         probed = rc.search(q, k=K, complexity=48, probe=1)
         calls_probe = rc.stats()["segment_calls"] - calls_full
-    assert calls_full == 4
+    # One call a segment and list size: the nearest segment at 48, the
+    # next at 24, 12, then k — as plan_visits says and Collection does.
+    plan = stratavec.plan_visits(root / "ray-kmeans", q, 48, K)
+    assert calls_full == len(plan) > 4
+    assert sorted({l for _, l, _ in plan}) == sorted({max(K, 48 // 2**r) for r in range(4)})
+    assert sum(len(rows) for _, _, rows in plan) == 4 * NQ
     routes = stratavec.route_queries(root / "ray-kmeans", q, 1)
     assert calls_probe == sum(1 for r in routes if len(r)) and sum(len(r) for r in routes) == NQ
     for probe, (D, I) in ((None, full), (1, probed)):
@@ -139,7 +144,8 @@ def test_kmeans_probe_routes_to_fewer_segments_and_matches_in_process(built):
 @needs_ray
 def test_merge_is_exact(built):
     """The fan-out answer equals merging every segment's own top k by hand
-    (distance, then id)."""
+    (distance, then id), every segment searched at the same list size
+    (probe_shrink=1)."""
     from stratavec.ray_collection import RayCollection
 
     root, q = built["root"], built["q"]
@@ -153,7 +159,7 @@ def test_merge_is_exact(built):
         want = np.array([[i for _, i in sorted(p)[:k]] for p in pairs])
         with RayCollection(root / "ray-kmeans", segments_per_actor=2) as rc:
             assert rc.stats()["actors"] == 2
-            D, I = rc.search(q, k=k, complexity=64)
+            D, I = rc.search(q, k=k, complexity=64, probe_shrink=1.0)
         assert (I == want).all(), k
         assert (np.diff(D, axis=1) >= 0).all()
 

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use std::path::Path;
-use stratavec::collection::{is_collection, Collection};
+use stratavec::collection::{is_collection, Collection, Probe};
 use stratavec::search::Switches;
 use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
 
@@ -14,16 +14,16 @@ pub enum Target {
 }
 
 impl Target {
-    /// Opens the index or collection at `dir`; `probe` is refused for an
-    /// index (it has no segments to skip).
-    pub fn open(dir: &Path, opts: &OpenOptions, probe: Option<usize>) -> Result<Target> {
+    /// Opens the index or collection at `dir`; a `probe` (`--probe`,
+    /// `--probe-shrink`) is refused for an index: it has no segments.
+    pub fn open(dir: &Path, opts: &OpenOptions, probe: Option<&Probe>) -> Result<Target> {
         if is_collection(dir) {
             return Ok(Target::Collection(Collection::open(dir, opts)?));
         }
-        if let Some(p) = probe {
+        if probe.is_some() {
             anyhow::bail!(
-                "--probe {p}: expected a collection directory (collection.json), found the \
-                 index {}",
+                "--probe / --probe-shrink: expected a collection directory (collection.json), \
+                 found the index {}",
                 dir.display()
             );
         }
@@ -123,12 +123,13 @@ impl Target {
         queries: &[f32],
         dim: usize,
         params: &SearchParams,
-        probe: Option<usize>,
+        probe: Option<&Probe>,
     ) -> Result<(BatchResult, Option<f64>)> {
         match self {
             Target::Index(i) => Ok((i.search_batch(queries, dim, params)?, None)),
             Target::Collection(c) => {
-                let r = c.search_batch(queries, dim, params, probe)?;
+                let r =
+                    c.search_batch(queries, dim, params, &probe.copied().unwrap_or_default())?;
                 let share = r.merge_s / r.wall_s.max(1e-12);
                 Ok((r.to_batch()?, Some(share)))
             }

@@ -679,5 +679,8 @@ fn build_collection_and_search_it() {
         &"--probe",
         &"2",
     ]));
-    assert!(e.contains("--probe 2") && e.contains("collection"), "{e}");
+    assert!(
+        e.contains("--probe") && e.contains("collection") && e.contains("index"),
+        "{e}"
+    );
 }

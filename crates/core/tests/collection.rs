@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use stratavec::collection::{
-    build_collection, commit_collection, Collection, CollectionParams, Partition,
+    build_collection, commit_collection, Collection, CollectionParams, Partition, Probe,
 };
 use stratavec::data::{Metric, Vectors};
 use stratavec::progress::{Progress, Silent};
@@ -84,7 +84,9 @@ fn searching_every_segment_is_the_exact_merge_and_keeps_recall() {
         assert_eq!(budgets, 0, "built without a budget: no shares recorded");
         for l in [10, 20, 40] {
             let p = search_params(10, l);
-            let res = c.search_batch(&queries, DIM, &p, None).unwrap();
+            let res = c
+                .search_batch(&queries, DIM, &p, &Probe::exhaustive())
+                .unwrap();
             assert_eq!(res.failed(), 0);
             assert_eq!(res.segment_queries, vec![NQ; 4]);
             // The merge is exact: each segment searched alone, its answers
@@ -138,8 +140,11 @@ fn kmeans_probe_searches_the_nearest_segments_only() {
     }
     let p = search_params(10, 40);
     let mut last = 0.0;
+    let mut reads = vec![];
     for probe in 1..=4 {
-        let res = c.search_batch(&queries, DIM, &p, Some(probe)).unwrap();
+        let res = c
+            .search_batch(&queries, DIM, &p, &Probe::nearest(Some(probe)))
+            .unwrap();
         assert_eq!(res.segment_queries.iter().sum::<usize>(), NQ * probe);
         let r = recall(&res.ids, &gt, 10);
         assert!(
@@ -147,12 +152,69 @@ fn kmeans_probe_searches_the_nearest_segments_only() {
             "recall fell from {last} to {r} at probe {probe}"
         );
         last = r;
+        // Nodes fetched, from disk or the cache (this small set is cached).
+        reads.push(
+            res.stats
+                .iter()
+                .map(|s| (s.reads + s.cache_hits) as f64)
+                .sum::<f64>(),
+        );
     }
-    let all = c.search_batch(&queries, DIM, &p, None).unwrap();
-    let four = c.search_batch(&queries, DIM, &p, Some(4)).unwrap();
+    // Searching all segments at L costs more reads than shrinking lists.
+    let full = c
+        .search_batch(&queries, DIM, &p, &Probe::exhaustive())
+        .unwrap();
+    let full_reads: f64 = full
+        .stats
+        .iter()
+        .map(|s| (s.reads + s.cache_hits) as f64)
+        .sum();
+    assert!(reads[3] < full_reads, "{reads:?} vs {full_reads}");
+    let all = c
+        .search_batch(&queries, DIM, &p, &Probe::default())
+        .unwrap();
+    let four = c
+        .search_batch(&queries, DIM, &p, &Probe::nearest(Some(4)))
+        .unwrap();
     assert_eq!(all.ids, four.ids);
-    let e = err_msg(c.search_batch(&queries, DIM, &p, Some(0)));
+    let e = err_msg(c.search_batch(&queries, DIM, &p, &Probe::nearest(Some(0))));
     assert_mentions(&e, &["probe"]);
+    let e = err_msg(c.search_batch(
+        &queries,
+        DIM,
+        &p,
+        &Probe {
+            segments: None,
+            shrink: 2.0,
+        },
+    ));
+    assert_mentions(&e, &["probe shrink", "(0, 1]", "2"]);
+
+    // Probe 3 at shrinking lists is exactly: rank the centroids by
+    // distance, search the nearest three at 40, 20, 10, merge plainly.
+    let three = c
+        .search_batch(&queries, DIM, &p, &Probe::nearest(Some(3)))
+        .unwrap();
+    let centroids = c.centroids().unwrap();
+    for q in 0..NQ {
+        let x = &queries[q * DIM..(q + 1) * DIM];
+        let mut order: Vec<(f32, usize)> = centroids
+            .chunks_exact(DIM)
+            .enumerate()
+            .map(|(s, cen)| (x.iter().zip(cen).map(|(a, b)| (a - b) * (a - b)).sum(), s))
+            .collect();
+        order.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
+        let mut all: Vec<(f32, i64)> = Vec::new();
+        for (&(_, s), l) in order.iter().zip([40, 20, 10]) {
+            let seg = &c.segments()[s];
+            let r = seg.search_batch(x, DIM, &search_params(10, l)).unwrap();
+            let ids = seg.result_ids(&r.ids);
+            all.extend(r.dists.iter().copied().zip(ids).filter(|x| x.1 >= 0));
+        }
+        all.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
+        let want: Vec<i64> = all.iter().take(10).map(|x| x.1).collect();
+        assert_eq!(&three.ids[q * 10..(q + 1) * 10], &want[..], "query {q}");
+    }
 }
 
 /// Cancels the build when the third segment starts.

@@ -77,11 +77,10 @@ fn a_read_takes_the_set_latency() {
     }
 }
 
-#[test]
-fn reads_in_flight_move_the_set_bandwidth_and_the_files_bytes() {
-    let (_dir, path, bytes) = file(4 << 20);
+/// GB/s moved by 4,000 reads of 4 KiB, 32 in flight, every byte checked.
+fn bandwidth_gbps(path: &std::path::Path, bytes: &[u8]) -> f64 {
     let slots = 32;
-    let mut r = reader(&path, "simulated:1000,1", slots);
+    let mut r = reader(path, "simulated:1000,1", slots);
     let len = 4096u32;
     let total = 4000u64;
     let mut out = Vec::new();
@@ -114,7 +113,24 @@ fn reads_in_flight_move_the_set_bandwidth_and_the_files_bytes() {
             done += 1;
         }
     }
-    let gbps = (total * u64::from(len)) as f64 / t.elapsed().as_secs_f64() / 1e9;
-    eprintln!("simulated 1 GB/s: moved {gbps:.3} GB/s");
-    assert!((gbps - 1.0).abs() <= 0.10, "set 1 GB/s, measured {gbps:.3}");
+    (total * u64::from(len)) as f64 / t.elapsed().as_secs_f64() / 1e9
+}
+
+/// The cap holds in every run; the best of five runs reaches it. The best,
+/// because on a shared machine (or beside a compile) a run can only lose
+/// time to preemption: one run at 0.53 GB/s was seen beside a build.
+#[test]
+fn reads_in_flight_move_the_set_bandwidth_and_the_files_bytes() {
+    let (_dir, path, bytes) = file(4 << 20);
+    let runs: Vec<f64> = (0..5).map(|_| bandwidth_gbps(&path, &bytes)).collect();
+    eprintln!("simulated 1 GB/s: moved {runs:.3?} GB/s");
+    assert!(
+        runs.iter().all(|&g| g <= 1.10),
+        "set 1 GB/s, a run moved more: {runs:.3?}"
+    );
+    let best = runs.iter().copied().fold(0.0, f64::max);
+    assert!(
+        best >= 0.90,
+        "set 1 GB/s, best of five {best:.3}: {runs:.3?}"
+    );
 }

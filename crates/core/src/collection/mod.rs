@@ -6,7 +6,8 @@
 //!
 //! - `manifest`: `collection.json`, segment entries and budget shares;
 //! - `partition`: which segment each vector goes to (range or k-means);
-//! - `route`: which segments a query searches (`probe`);
+//! - `route`: which segments a query searches (`probe`) and at what list
+//!   size (shrinking by rank);
 //! - `merge`: the exact top-k merge;
 //! - `build`: partition, build the segments, publish atomically;
 //! - `open`: an open collection and its batch search.
@@ -21,3 +22,4 @@ pub mod route;
 pub use build::{build_collection, commit_collection, CollectionParams, CollectionReport};
 pub use manifest::{is_collection, CollectionManifest, Partition};
 pub use open::{Collection, CollectionResult};
+pub use route::{Probe, Visit};

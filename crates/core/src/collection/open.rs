@@ -10,7 +10,7 @@
 
 use super::manifest::{budget_shares, CollectionManifest, Partition, CENTROIDS_FILE};
 use super::merge::{merge, Part};
-use super::route::route;
+use super::route::{route, visits, Probe, Routed};
 use crate::data::{DType, Metric};
 use crate::error::{Error, Result};
 use crate::index::{BatchResult, Index, OpenOptions};
@@ -193,8 +193,9 @@ impl Collection {
             .try_for_each(|s| s.check_search(params, nq))
     }
 
-    /// For each segment, the rows of `queries` it searches (`route`).
-    pub fn route(&self, queries: &[f32], probe: Option<usize>) -> Result<Vec<Vec<u32>>> {
+    /// For each segment, the rows of `queries` it searches and its rank
+    /// for each (`route`).
+    pub fn route(&self, queries: &[f32], probe: &Probe) -> Result<Vec<Vec<Routed>>> {
         route(
             self.manifest.partition,
             self.centroids.as_deref(),
@@ -207,15 +208,16 @@ impl Collection {
     }
 
     /// Searches every query (row-major, `dim` wide) in the segments it is
-    /// routed to (`probe`: nearest segments a query searches, k-means
-    /// partitions; `None`: all), with the same `params` (L, W) in each, and
-    /// merges the answers exactly.
+    /// routed to (`probe`: the nearest segments of a k-means partition,
+    /// searched at list sizes shrinking by rank from `params.complexity`;
+    /// a range partition searches all at `params.complexity`), and merges
+    /// the answers exactly.
     pub fn search_batch(
         &self,
         queries: &[f32],
         dim: usize,
         params: &SearchParams,
-        probe: Option<usize>,
+        probe: &Probe,
     ) -> Result<CollectionResult> {
         if dim != self.dim() {
             return Err(Error::argument(
@@ -229,32 +231,35 @@ impl Collection {
         let t0 = Instant::now();
         let routes = self.route(queries, probe)?;
         let k = params.k;
-        let mut answers: Vec<(Vec<f32>, Vec<i64>)> = Vec::with_capacity(routes.len());
         let mut out = CollectionResult {
             k,
             stats: vec![QueryStats::default(); nq],
             errors: vec![None; nq],
+            segment_queries: routes.iter().map(Vec::len).collect(),
             ..Default::default()
         };
+        let calls = visits(&routes, probe, params.complexity, k);
+        let mut answers: Vec<(Vec<f32>, Vec<i64>)> = Vec::with_capacity(calls.len());
         let mut io_total: Option<u64> = Some(0);
         let mut sub = Vec::new();
-        for (s, rows) in routes.iter().enumerate() {
-            out.segment_queries.push(rows.len());
-            if rows.is_empty() {
-                answers.push((Vec::new(), Vec::new()));
-                continue;
-            }
+        for v in &calls {
             sub.clear();
-            for &q in rows {
+            for &q in &v.rows {
                 sub.extend_from_slice(&queries[q as usize * dim..(q as usize + 1) * dim]);
             }
-            let seg = &self.segments[s];
-            let res = seg.search_batch(&sub, dim, params)?;
-            for (j, &q) in rows.iter().enumerate() {
+            let seg = &self.segments[v.segment];
+            let p = SearchParams {
+                complexity: v.complexity,
+                ..params.clone()
+            };
+            let res = seg.search_batch(&sub, dim, &p)?;
+            for (j, &q) in v.rows.iter().enumerate() {
                 out.stats[q as usize] += res.stats[j];
                 if let (Some(e), None) = (&res.errors[j], &out.errors[q as usize]) {
-                    out.errors[q as usize] =
-                        Some(format!("segment {}: {e}", self.manifest.segments[s].dir));
+                    out.errors[q as usize] = Some(format!(
+                        "segment {}: {e}",
+                        self.manifest.segments[v.segment].dir
+                    ));
                 }
             }
             io_total = io_total.zip(res.proc_read_bytes).map(|(a, b)| a + b);
@@ -263,12 +268,11 @@ impl Collection {
             answers.push((res.dists, seg.result_ids(&res.ids)));
         }
         let t_merge = Instant::now();
-        let parts: Vec<Part> = routes
+        let parts: Vec<Part> = calls
             .iter()
             .zip(&answers)
-            .filter(|(rows, _)| !rows.is_empty())
-            .map(|(rows, (d, i))| Part {
-                rows,
+            .map(|(v, (d, i))| Part {
+                rows: &v.rows,
                 dists: d,
                 ids: i,
             })
