@@ -89,6 +89,17 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
     assert!(r >= 0.9, "from the medoid: {r}");
     // The CPU split is measured.
     assert!(a.exact_ns > 0 && a.estimate_ns > 0);
+    // A batch maps its queries through the codes' matrix 8 at a time; one
+    // query alone maps itself: the same answers, bit for bit.
+    let batch = plain.search_batch(&queries, DIM, &p).unwrap();
+    for q in 0..queries.len() / DIM {
+        let one = plain
+            .search_batch(&queries[q * DIM..(q + 1) * DIM], DIM, &p)
+            .unwrap();
+        assert_eq!(one.ids, batch.ids[q * 10..(q + 1) * 10], "query {q}");
+        let bits = |d: &[f32]| d.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one.dists), bits(&batch.dists[q * 10..(q + 1) * 10]));
+    }
     // A range search needs codes in RAM.
     let range = SearchParams {
         radius: Some(1.0),

@@ -41,6 +41,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     // SAFETY: see `KERNELS`.
     matvec_f16: |m, x, o| unsafe { crate::matvec::matvec_f16_avx2(m, x, o) },
     // SAFETY: see `KERNELS`.
+    matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx2(m, x, n, o) },
+    // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx2(p, t, m, o) },
 };
 

@@ -42,6 +42,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     // SAFETY: see `KERNELS`.
     matvec_f16: |m, x, o| unsafe { crate::matvec::matvec_f16_avx512(m, x, o) },
     // SAFETY: see `KERNELS`.
+    matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx512(m, x, n, o) },
+    // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx512(p, t, m, o) },
 };
 

@@ -108,6 +108,8 @@ pub struct Kernels {
     pub dot_f16: fn(&[f32], &[u8]) -> f32,
     /// `out = M·x` for an f16 matrix of `out.len()` rows of `x.len()`.
     pub matvec_f16: fn(&[u8], &[f32], &mut [f32]),
+    /// `matvec_f16` of several vectors of `n` at once, equal to it exactly.
+    pub matmat_f16: fn(&[u8], &[f32], usize, &mut [f32]),
     /// 4-bit fast-scan lookups of a packed group of 32 vectors.
     pub fastscan_group: crate::fastscan::FastScanFn,
 }

@@ -26,6 +26,7 @@ mod dispatch;
 pub mod fastscan;
 pub mod half;
 mod lut16;
+pub mod matmat;
 pub mod matvec;
 pub mod scalar;
 mod transposed;
@@ -86,6 +87,15 @@ pub fn dot_f16(q: &[f32], x: &[u8]) -> f32 {
 #[inline]
 pub fn matvec_f16(m: &[u8], x: &[f32], out: &mut [f32]) {
     (dispatch::active().matvec_f16)(m, x, out)
+}
+
+/// `out_j = M·x_j` for each vector `x_j` of `n` floats in `xs` (row-major),
+/// `out` one row of `M`'s rows a vector: each row of answers exactly what
+/// [`matvec_f16`] gives that vector, the matrix streamed once a group of
+/// vectors (`matmat`). Panics unless `n >= 1` and the shapes agree.
+#[inline]
+pub fn matmat_f16(m: &[u8], xs: &[f32], n: usize, out: &mut [f32]) {
+    (dispatch::active().matmat_f16)(m, xs, n, out)
 }
 
 /// Asymmetric PQ distance of one code: `sum_m table[m*256 + code[m]]`.

@@ -19,6 +19,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     l2_sq_f16: crate::half::sum_scalar::<true>,
     dot_f16: crate::half::sum_scalar::<false>,
     matvec_f16: crate::matvec::matvec_f16_scalar,
+    matmat_f16: crate::matmat::matmat_f16_scalar,
     fastscan_group: crate::fastscan::scan_group_scalar,
 };
 

@@ -140,6 +140,36 @@ proptest! {
         }
     }
 
+    /// Several vectors at once: every level's answer for each vector is
+    /// bit for bit its `matvec_f16` answer (groups around the kernels'
+    /// 8-vector passes, rows around the 4-row blocks, widths around the
+    /// 16/32-lane steps).
+    #[test]
+    fn matmat_f16_equals_matvec_exactly(
+        (xs, m, n, rows) in (1usize..80, 0usize..11, 1usize..20).prop_flat_map(|(n, rows, v)| (
+            prop::collection::vec(-10.0f32..10.0, n * v),
+            prop::collection::vec(-10.0f32..10.0, n * rows),
+            Just(n),
+            Just(rows),
+        ))
+    ) {
+        let mut stored = vec![0u8; 2 * m.len()];
+        stratavec_simd::half::encode_f16(&m, &mut stored);
+        for k in levels() {
+            let mut out = vec![f32::NAN; xs.len() / n * rows];
+            (k.matmat_f16)(&stored, &xs, n, &mut out);
+            for (j, x) in xs.chunks_exact(n).enumerate() {
+                let mut one = vec![f32::NAN; rows];
+                (k.matvec_f16)(&stored, x, &mut one);
+                let got = &out[j * rows..(j + 1) * rows];
+                prop_assert!(
+                    got.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{:?} vector {j}: {got:?} vs {one:?}", k.level
+                );
+            }
+        }
+    }
+
     #[test]
     fn byte_kernels_are_exact((a, b) in byte_pair()) {
         let (ia, ib): (Vec<i8>, Vec<i8>) =

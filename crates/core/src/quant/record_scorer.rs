@@ -109,6 +109,41 @@ impl RecordScorer {
         let rotated = &mut t.lut.rotated;
         rotated.resize(self.code_dim, 0.0);
         stratavec_simd::matvec_f16(&self.map, query, rotated);
+        self.finish(query, t);
+    }
+
+    /// The fused matrix applied to several queries (row-major, dim wide)
+    /// at once, `code_dim` floats a query into `images`: the first step of
+    /// [`Self::prepare`], with the matrix streamed once for the group
+    /// (`stratavec_simd::matmat`) instead of once a query. Finish each
+    /// query with [`Self::prepare_mapped`]; the tables equal `prepare`'s
+    /// bit for bit.
+    pub fn map_many(&self, queries: &[f32], images: &mut Vec<f32>) {
+        assert_eq!(
+            queries.len() % self.dim,
+            0,
+            "record scorer: queries must be whole rows of dim"
+        );
+        images.resize(queries.len() / self.dim * self.code_dim, 0.0);
+        stratavec_simd::matmat_f16(&self.map, queries, self.dim, images);
+    }
+
+    /// Prepares `query` from `image`, its row of [`Self::map_many`].
+    pub fn prepare_mapped(&self, query: &[f32], image: &[f32], t: &mut RecordTable) {
+        assert_eq!(
+            (query.len(), image.len()),
+            (self.dim, self.code_dim),
+            "record scorer: a dim-wide query and its code_dim-wide image"
+        );
+        t.lut.rotated.clear();
+        t.lut.rotated.extend_from_slice(image);
+        self.finish(query, t);
+    }
+
+    /// From `t.lut.rotated` = `(R·P)·q`: subtract the mean's image, take
+    /// the residual norm, centre and build the tables.
+    fn finish(&self, query: &[f32], t: &mut RecordTable) {
+        let rotated = &mut t.lut.rotated;
         for (v, &mi) in rotated.iter_mut().zip(&self.mean_image) {
             *v -= mi;
         }
@@ -207,5 +242,36 @@ mod tests {
         }
         let want = code_dim * dim * 2 + 4 * (2 * code_dim + dim);
         assert_eq!(scorer.resident_bytes(), want);
+    }
+
+    /// Queries prepared as a group (`map_many`, then `prepare_mapped`) get
+    /// the tables one at a time gives, bit for bit, whatever the group size.
+    #[test]
+    fn a_group_prepares_each_query_as_alone() {
+        let (dim, code_dim) = (72, 48);
+        let (base, queries) = crate::synthetic::clustered(&crate::synthetic::SyntheticSpec {
+            n: 1500,
+            queries: 19,
+            dim,
+            clusters: 8,
+            seed: 3,
+        });
+        let scorer = RecordScorer::new(&RecordCodes::train(&base, dim, code_dim, Metric::L2, 2));
+        let mut images = vec![];
+        for group in [1, 3, 8, 19] {
+            for qs in queries.chunks(group * dim) {
+                scorer.map_many(qs, &mut images);
+                for (q, image) in qs.chunks_exact(dim).zip(images.chunks_exact(code_dim)) {
+                    let (mut one, mut many) = (RecordTable::default(), RecordTable::default());
+                    scorer.prepare(q, &mut one);
+                    scorer.prepare_mapped(q, image, &mut many);
+                    assert_eq!(one.residual.to_bits(), many.residual.to_bits());
+                    assert_eq!(one.lut.norm.to_bits(), many.lut.norm.to_bits());
+                    assert_eq!(one.lut.lut, many.lut.lut);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&one.lut.rotated), bits(&many.lut.rotated));
+                }
+            }
+        }
     }
 }

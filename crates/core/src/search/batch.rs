@@ -97,13 +97,20 @@ pub fn run_batch<S: Strategy>(
         ..Default::default()
     };
     let shared = Mutex::new(&mut out);
+    // Queries a worker claims at once (`Strategy::group`), never so many
+    // that a small batch leaves a worker idle.
+    let group = strategy
+        .group()
+        .min(nq.div_ceil(readers.len().max(1)))
+        .max(1);
     let ends: Vec<WorkerEnd> = std::thread::scope(|s| {
         let handles: Vec<_> = readers
             .into_iter()
             .map(|mut reader| {
                 let (next, shared) = (&next, &shared);
                 s.spawn(move || {
-                    let io_wait = run_one_worker(ctx, strategy, &mut *reader, shape, next, shared);
+                    let io_wait =
+                        run_one_worker(ctx, strategy, &mut *reader, shape, group, next, shared);
                     (io_wait, reader)
                 })
             })
@@ -148,6 +155,7 @@ fn run_one_worker<S: Strategy>(
     strategy: &S,
     reader: &mut dyn BlockReader,
     shape: &BatchShape,
+    group: usize,
     next: &AtomicUsize,
     shared: &Mutex<&mut BatchResult>,
 ) -> Result<f64> {
@@ -173,19 +181,33 @@ fn run_one_worker<S: Strategy>(
     };
     // Finished states whose buffers the next queries reuse.
     let pool = std::cell::RefCell::new(Vec::<S::State>::new());
+    // Queries claimed and started together (`group` of them), handed out
+    // one at a time; a query's latency is timed from when it is handed out.
+    let ready = std::cell::RefCell::new(std::collections::VecDeque::<(usize, S::State)>::new());
+    let mut started = Vec::with_capacity(group);
     let ws = run_worker(
         ctx,
         reader,
         shape.in_flight,
         || {
-            let qi = next.fetch_add(1, Ordering::Relaxed);
-            if qi >= nq {
-                return None;
+            let mut ready = ready.borrow_mut();
+            if ready.is_empty() {
+                let first = next.fetch_add(group, Ordering::Relaxed);
+                if first >= nq {
+                    return None;
+                }
+                let claimed = first..(first + group).min(nq);
+                let queries = claimed
+                    .clone()
+                    .map(|qi| {
+                        let q = &shape.queries[qi * dim..(qi + 1) * dim];
+                        PreparedQuery::new(q, ctx.dtype, ctx.metric)
+                    })
+                    .collect();
+                strategy.start_group(ctx, queries, &mut pool.borrow_mut(), &mut started);
+                ready.extend(claimed.zip(started.drain(..)));
             }
-            let q = &shape.queries[qi * dim..(qi + 1) * dim];
-            let pq = PreparedQuery::new(q, ctx.dtype, ctx.metric);
-            let reuse = pool.borrow_mut().pop();
-            Some((qi, strategy.start(ctx, pq, reuse)))
+            ready.pop_front()
         },
         |mut done| {
             let mut res = Vec::new();

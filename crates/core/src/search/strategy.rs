@@ -25,4 +25,25 @@ pub trait Strategy: Sync {
     fn reusable(&self, _state: &Self::State) -> bool {
         true
     }
+    /// Queries a worker claims and starts together (`start_group`); 1,
+    /// the default, starts each as it is claimed.
+    fn group(&self) -> usize {
+        1
+    }
+    /// Starts `queries` together, one state each into `out` in their
+    /// order, taking finished states from `reuse`: a strategy whose
+    /// set-up streams a large table (laser's query map) shares it across
+    /// the group. Equal to `start` on each, which is the default.
+    fn start_group(
+        &self,
+        ctx: &SearchContext,
+        queries: Vec<PreparedQuery>,
+        reuse: &mut Vec<Self::State>,
+        out: &mut Vec<Self::State>,
+    ) {
+        for q in queries {
+            let r = reuse.pop();
+            out.push(self.start(ctx, q, r));
+        }
+    }
 }
