@@ -1,7 +1,7 @@
 # Stub of the compiled module; the documented API is in stratavec/__init__.py.
 import os
 import pathlib
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +33,10 @@ def build_index(
     ids: Optional[np.ndarray] = None,
     code_dim: Optional[int] = None,
     entry_clusters: Optional[int] = None,
+    ivf_clusters: Optional[int] = None,
+    ivf_replicas: int = 4,
+    ivf_closure: float = 0.2,
+    ivf_grouping: str = "frequency",
 ) -> Dict[str, Any]: ...
 
 class Index:
@@ -92,5 +96,85 @@ class Index:
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
         nav_complexity: int = 16,
+        on_error: str = "raise",
+        two_stage: Optional[bool] = None,
+        refine_ratio: float = 0.5,
+        adaptive_beam: bool = True,
+        dispatch_ratio: float = 0.5,
+        pipelined: Optional[bool] = None,
+        width: Optional[str] = None,
+    ) -> Tuple[Any, ...]: ...
+
+# Collections of segments (stratavec.collection; issue #24).
+
+PathArg = Union[str, os.PathLike[str]]
+
+def partition_collection(
+    data: Any,
+    segments: int,
+    partition: str = "range",
+    metric: str = "l2",
+    seed: int = 42,
+) -> Tuple[np.ndarray, Optional[np.ndarray]]: ...
+def commit_collection(
+    staging: PathArg,
+    collection_dir: PathArg,
+    *,
+    partition: str,
+    centroids: Optional[np.ndarray] = None,
+    memory_budget_mb: Optional[float] = None,
+) -> Dict[str, Any]: ...
+def collection_info(collection_dir: PathArg) -> Dict[str, Any]: ...
+def route_queries(
+    collection_dir: PathArg, queries: Any, probe: Optional[int] = None
+) -> List[np.ndarray]: ...
+def plan_visits(
+    collection_dir: PathArg,
+    queries: Any,
+    complexity: int,
+    k: int,
+    probe: Optional[int] = None,
+    probe_shrink: Optional[float] = None,
+) -> List[Tuple[int, int, np.ndarray]]: ...
+def merge_results(
+    nq: int, k: int, parts: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> Tuple[np.ndarray, np.ndarray]: ...
+def segment_budgets(
+    collection_dir: PathArg, memory_budget_mb: float, io: str = "auto"
+) -> List[int]: ...
+
+class Collection:
+    @staticmethod
+    def open(
+        collection_dir: PathArg,
+        memory_budget_mb: Optional[float] = None,
+        io: str = "auto",
+    ) -> Collection: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    def __len__(self) -> int: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def segments(self) -> List[Dict[str, Any]]: ...
+    def memory_bytes(self) -> int: ...
+    def search(
+        self,
+        queries: Any,
+        k: int = 10,
+        *,
+        complexity: int = 64,
+        probe: Optional[int] = None,
+        probe_shrink: Optional[float] = None,
+        beam_width: Optional[int] = None,
+        threads: Optional[int] = None,
+        in_flight: Optional[int] = None,
+        return_stats: bool = False,
         on_error: str = "raise",
     ) -> Tuple[Any, ...]: ...
