@@ -27,9 +27,11 @@ pub struct Args {
     /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam);
     /// the profiles `pipeann` and `octopus` and OctopusANN's ablations
     /// `octopus-width` (dynamic width alone), `octopus-pipe` (the pipelined
-    /// search alone), `octopus-c2` (both), `pipeann-blocks` (the
-    /// pipelined search over octopus's blocks) and `pipeann-blocks-f16`
-    /// (the same over f16 records) (`bench::variants` lists what each is).
+    /// search alone), `octopus-c2` (both), `octopus-double` and
+    /// `octopus-adaptive` (C5 with the doubling or waste-driven width),
+    /// `pipeann-blocks` (the pipelined search over octopus's blocks) and
+    /// `pipeann-blocks-f16` (the same over f16 records) (`bench::variants`
+    /// lists what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.

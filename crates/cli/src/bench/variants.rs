@@ -322,6 +322,18 @@ pub const ALL: &[Variant] = &[
         ..PIPEANN_BLOCKS
     },
     OCTOPUS,
+    Variant {
+        name: "octopus-double",
+        about: "octopus (C5) with AlayaLaser's doubling width instead of the schedule",
+        width: WidthPolicy::Double,
+        ..OCTOPUS
+    },
+    Variant {
+        name: "octopus-adaptive",
+        about: "octopus (C5) with the waste-driven width instead of the schedule",
+        width: WidthPolicy::Adaptive,
+        ..OCTOPUS
+    },
     TIERED,
     Variant {
         name: "tiered-f16",
@@ -469,7 +481,9 @@ mod tests {
         for ablation in ["octopus-width", "octopus-pipe", "octopus-c2"] {
             assert_eq!(name("diskann"), name(ablation));
         }
-        assert_eq!(name("octopus"), name("pipeann-blocks"));
+        for same in ["pipeann-blocks", "octopus-double", "octopus-adaptive"] {
+            assert_eq!(name("octopus"), name(same));
+        }
         assert_ne!(name("pipeann"), name("starling-nav"));
     }
 }
