@@ -4,14 +4,17 @@
 #   1. latency on wordnet-minilm (384-d), 1 thread x 1 query in flight
 #      (`bench --latency`; the peers make one single-query call at a time):
 #      diskann (W = 4 beam search), starling, pipeann, octopus, the
-#      pipelined search over octopus's blocks (pipeann-blocks), DiskANN C++
+#      pipelined search over octopus's blocks (pipeann-blocks), gorgeous and
+#      gorgeous with pipelined refinement (gorgeous-pipe), DiskANN C++
 #      (diskannpy) and hnswlib; 3 rounds;
 #   2. OctopusANN's ablation (Table 1 / Figures 15-16) at 2 threads,
 #      throughput mode, 20% budget: each technique alone on the PQ baseline
 #      (starling-nav = MemGraph, starling-shuffle = PageShuffle,
 #      starling-page = PageSearch, octopus-width = DynamicWidth,
 #      octopus-pipe = Pipeline) and C1-C5 (starling, octopus-c2,
-#      starling-all, pipeann, octopus), on wordnet-minilm;
+#      starling-all, pipeann, octopus), on wordnet-minilm, with gorgeous
+#      and gorgeous-pipe beside them (what pipelined refinement costs under
+#      load);
 #   3. the same on its 96-d PCA (benchmarks/datasets/pca.py);
 #   4. the thread x in-flight grid between latency and throughput mode:
 #      diskann and pipeann at 1 and 2 threads x 1, 4, 16 queries in flight;
@@ -42,13 +45,13 @@ ablation=diskann,starling-nav,starling-shuffle,starling-page,octopus-width,octop
 
 if has 1; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
-    --profiles diskann,starling,pipeann,octopus,pipeann-blocks --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
+    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
     --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 2; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-ablation-384.jsonl" \
-    --profiles "$ablation" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --profiles "$ablation,gorgeous,gorgeous-pipe" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 3; then

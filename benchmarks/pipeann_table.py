@@ -145,7 +145,8 @@ def targets(results, target=0.95):
         if os.path.exists(f16):
             runs.append(rounds.searches(rounds.load(f16)))
         for run in runs:
-            for s in ("stratavec-pipeann", "stratavec-pipeann-blocks", "stratavec-pipeann-blocks-f16"):
+            for s in ("stratavec-pipeann", "stratavec-pipeann-blocks", "stratavec-pipeann-blocks-f16",
+                      "stratavec-gorgeous-pipe"):
                 r = p50_ratios(run.get(s, []), run.get("stratavec-diskann", []), target)
                 if r and (best is None or statistics.median(r) < statistics.median(best[1])):
                     best = (s, r, run)

@@ -632,13 +632,16 @@ class Index:
         pipelined : bool, optional
             PipeANN's pipelined search (OctopusANN §4.3.2): up to
             ``beam_width`` reads outstanding, each node expanded as its read
-            arrives, no hop barrier. Best for one query at a time. Default:
-            on for ``pipeann`` indexes.
+            arrives, no hop barrier. Best for one query at a time. On a
+            ``gorgeous`` index (two-stage search) it pipelines the
+            refinement: settled candidates' vectors are read while the
+            search stage goes on in RAM. Default: on for ``pipeann``
+            indexes.
         width : {"fixed", "schedule", "double", "adaptive"}, optional
             How a query's reads grow to ``beam_width`` (OctopusANN §4.3.1):
             all from the start; by the number of settled candidates; 1, 2,
             4, ...; or while few arriving reads are wasted. Default: the
-            index profile's (``"fixed"``; ``"schedule"`` for ``octopus``,
+            index profile's (``"fixed"``; ``"double"`` for ``octopus``,
             ``"adaptive"`` for ``pipeann``).
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)

@@ -27,8 +27,9 @@ pub struct Args {
     /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam);
     /// the profiles `pipeann` and `octopus` and OctopusANN's ablations
     /// `octopus-width` (dynamic width alone), `octopus-pipe` (the pipelined
-    /// search alone), `octopus-c2` (both), `octopus-double` and
-    /// `octopus-adaptive` (C5 with the doubling or waste-driven width),
+    /// search alone), `octopus-c2` (both), `octopus-schedule` and
+    /// `octopus-adaptive` (C5 with the scheduled or waste-driven width),
+    /// `gorgeous-pipe` (gorgeous with pipelined refinement),
     /// `pipeann-blocks` (the pipelined search over octopus's blocks) and
     /// `pipeann-blocks-f16` (the same over f16 records) (`bench::variants`
     /// lists what each is).

@@ -116,7 +116,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "octopus",
         about: "OctopusANN (C5): navigation graph, shuffled blocks with block search, \
-                dynamic width",
+                dynamic width (doubling)",
         shuffle: Shuffle::Bnf,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
@@ -124,7 +124,12 @@ pub const PROFILES: &[Profile] = &[
         pipeline: true,
         two_stage: false,
         pipelined: false,
-        width: WidthPolicy::Schedule,
+        // OctopusANN's C5 grows its width by a schedule over the search's
+        // progress (§4.3.1); measured here (BENCHMARKS.md, issue #22) the
+        // schedule's width-1 start costs hops that a saturated device
+        // pays for, 0.73-0.84x starling's QPS, where AlayaLaser's doubling
+        // (1, 2, 4, .. W a hop) gave 1.01-1.03x.
+        width: WidthPolicy::Double,
         nav_sample: 0.01,
     },
     Profile {

@@ -199,3 +199,49 @@ fn pq_bytes_are_planned_for_the_budget() {
     assert!(e.contains("memory budget") && e.contains("PQ"), "{e}");
     assert!(!tmp.path().join("too-small").exists());
 }
+
+/// Pipelined refinement (issue #22: gorgeous with `pipelined`): at one
+/// query a thread, over the default backend, the refinement reads that go
+/// out during the search stage find at least what the plain two-stage
+/// search finds (their exact distances join its pool), every read is
+/// accounted for (the plain search's plus the early ones that lost), and
+/// one query at a time and many in flight agree on recall.
+#[test]
+fn pipelined_refinement_finds_what_the_two_stage_search_finds() {
+    let (base, queries) = synth(N, 100, DIM, 31);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let tmp = tempdir();
+    let dir = tmp.path().join("g");
+    build_f32(&dir, &base, DIM, &gorgeous(LayoutKind::Replicated), 2);
+    // Every list in RAM, few records: the refinement is all reads.
+    let g = open_with(&dir, required(&dir) + 200_000);
+    // (So the search stage reads nothing and runs the same either way.)
+    assert_eq!(g.adjacency.len(), N, "{}", g.memory());
+    let params = |pipelined, in_flight| SearchParams {
+        two_stage: true,
+        pipelined,
+        in_flight,
+        threads: 1,
+        ..search_params(10, 40)
+    };
+    let plain = g.search_batch(&queries, DIM, &params(false, 1)).unwrap();
+    for in_flight in [1, 8] {
+        let piped = g
+            .search_batch(&queries, DIM, &params(true, in_flight))
+            .unwrap();
+        assert_eq!(piped.failed(), 0);
+        check_results(&piped, &base, &queries, DIM, Metric::L2);
+        let (rp, rq) = (recall_of(&plain, &gt, 10), recall_of(&piped, &gt, 10));
+        assert!(
+            rq >= rp,
+            "in flight {in_flight}: pipelined {rq} < plain {rp}"
+        );
+        let (t, p) = (piped.total(), plain.total());
+        assert_eq!(p.wasted, 0);
+        assert!(
+            t.reads > 0 && t.reads <= p.reads + t.wasted,
+            "{t:?} vs {p:?}"
+        );
+        assert!(t.exact >= p.exact, "{t:?} vs {p:?}");
+    }
+}

@@ -131,14 +131,15 @@ const PIPEANN: Variant = Variant {
 /// block search (with Starling's I/O–compute overlap) and dynamic width.
 const OCTOPUS: Variant = Variant {
     name: "octopus",
-    about: "the octopus profile (C5): navigation graph + shuffle + block search + dynamic width",
+    about: "the octopus profile (C5): navigation graph + shuffle + block search + dynamic width \
+            (doubling)",
     profile: "octopus",
     shuffle: Shuffle::Bnf,
     nav: true,
     nav_share: 0.01,
     page_search: true,
     pipeline: true,
-    width: WidthPolicy::Schedule,
+    width: WidthPolicy::Double,
     ..BASE
 };
 
@@ -264,6 +265,13 @@ pub const ALL: &[Variant] = &[
         ..GORGEOUS
     },
     Variant {
+        name: "gorgeous-pipe",
+        about: "gorgeous with pipelined refinement: settled candidates' vectors read during \
+                the search stage (issue #22's composition)",
+        pipelined: true,
+        ..GORGEOUS
+    },
+    Variant {
         name: "laser-layout",
         about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
         node_cache: false,
@@ -323,14 +331,14 @@ pub const ALL: &[Variant] = &[
     },
     OCTOPUS,
     Variant {
-        name: "octopus-double",
-        about: "octopus (C5) with AlayaLaser's doubling width instead of the schedule",
-        width: WidthPolicy::Double,
+        name: "octopus-schedule",
+        about: "octopus (C5) with OctopusANN's scheduled width instead of the doubling one",
+        width: WidthPolicy::Schedule,
         ..OCTOPUS
     },
     Variant {
         name: "octopus-adaptive",
-        about: "octopus (C5) with the waste-driven width instead of the schedule",
+        about: "octopus (C5) with the waste-driven width instead of the doubling one",
         width: WidthPolicy::Adaptive,
         ..OCTOPUS
     },
@@ -481,7 +489,8 @@ mod tests {
         for ablation in ["octopus-width", "octopus-pipe", "octopus-c2"] {
             assert_eq!(name("diskann"), name(ablation));
         }
-        for same in ["pipeann-blocks", "octopus-double", "octopus-adaptive"] {
+        assert_eq!(name("gorgeous"), name("gorgeous-pipe"));
+        for same in ["pipeann-blocks", "octopus-schedule", "octopus-adaptive"] {
             assert_eq!(name("octopus"), name(same));
         }
         assert_ne!(name("pipeann"), name("starling-nav"));

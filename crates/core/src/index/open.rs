@@ -763,6 +763,7 @@ fn strategy_for(
             complexity: params.complexity,
             beam_width: params.beam_width,
             refine_ratio: params.refine_ratio,
+            pipelined: params.pipelined,
         });
     }
     if params.pipelined && params.radius.is_none() {

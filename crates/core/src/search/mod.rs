@@ -335,6 +335,12 @@ pub trait QueryState {
     fn deferred(&mut self, _ctx: &SearchContext) -> bool {
         false
     }
+    /// True when the last `step` stopped early with work left that needs
+    /// no read (it yielded so its reads could go out first): the worker
+    /// steps it again without waiting for a completion.
+    fn wants_step(&self) -> bool {
+        false
+    }
     fn stats(&mut self) -> &mut QueryStats;
     /// Why the query could not finish properly (e.g. a corrupt record), if so.
     fn failure(&self) -> Option<String> {

@@ -100,6 +100,7 @@ where
                     queue.push_back((a, r));
                 }
                 q.outstanding += reads.len();
+                q.dirty = q.state.wants_step();
             }
             let finished = q.error.is_some() || q.state.is_done() || !q.dirty;
             if q.outstanding == 0 && finished {
@@ -167,7 +168,14 @@ where
                     }
                 }
             }
-            if ran {
+            // A query that yielded with work left runs again before the
+            // worker sleeps.
+            if ran
+                || active
+                    .iter()
+                    .flatten()
+                    .any(|q| q.dirty && q.error.is_none())
+            {
                 continue;
             }
             let t = Instant::now();

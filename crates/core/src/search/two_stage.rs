@@ -13,6 +13,17 @@
 //! exact distance yet get one, from the node cache or from a read of their
 //! vector, all submitted at once and each processed as it completes (§4.3,
 //! "other optimizations"). The result is the top k by exact distance.
+//!
+//! **Pipelined refinement** (issue #22's composition of PipeANN with the
+//! two stages): with `pipelined`, a refinement read does not wait for the
+//! search stage to end. Once the top of the candidate list has settled —
+//! every candidate ranked above position p is expanded (PipeANN's marker,
+//! [`CandidateList::first_unexpanded`]) — the settled candidates among the
+//! top ⌈σ·L⌉ get their vector read at once, while the search stage goes on
+//! in RAM. At one query a thread the reads then overlap the search's CPU
+//! instead of following it; a candidate read early that is pushed out of
+//! the top ⌈σ·L⌉ later is counted in [`QueryStats::wasted`] (its exact
+//! distance still joins the result's pool, so recall can only rise).
 
 use super::beam::visited_capacity;
 use super::context::SearchContext;
@@ -33,6 +44,9 @@ pub struct TwoStage {
     /// Refinement ratio σ: the top ⌈σ·L⌉ candidates are re-ranked
     /// (Gorgeous's default 0.5).
     pub refine_ratio: f32,
+    /// Pipelined refinement: settled candidates' vectors are read during
+    /// the search stage (module docs).
+    pub pipelined: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +66,16 @@ pub struct TwoStageSearch {
     exact_seen: VisitedSet,
     beam_width: usize,
     refine: usize,
+    /// Block reads of the search stage in flight.
     pending: usize,
+    pipelined: bool,
+    /// The last step yielded with search work left (pipelined refinement).
+    more: bool,
+    /// Vector reads (refinement) in flight, by node id: few (≤ ⌈σ·L⌉ plus
+    /// the early ones that lost), so a vector beats a set.
+    vectors_pending: Vec<u32>,
+    /// Nodes whose vector the pipelined refinement read early.
+    early: Vec<u32>,
     stage: Stage,
     stats: QueryStats,
     corrupt: Option<String>,
@@ -72,6 +95,10 @@ impl TwoStageSearch {
             beam_width: 1,
             refine: 0,
             pending: 0,
+            pipelined: p.pipelined,
+            more: false,
+            vectors_pending: Vec::new(),
+            early: Vec::new(),
             stage: Stage::Search,
             stats: QueryStats::default(),
             corrupt: None,
@@ -91,6 +118,10 @@ impl TwoStageSearch {
         self.exact.clear();
         self.exact_seen.clear();
         self.pending = 0;
+        self.pipelined = p.pipelined;
+        self.more = false;
+        self.vectors_pending.clear();
+        self.early.clear();
         self.stage = Stage::Search;
         self.stats = QueryStats::default();
         self.corrupt = None;
@@ -141,7 +172,15 @@ impl TwoStageSearch {
     /// The search stage: expands from RAM while it can and keeps up to W
     /// blocks in flight. True when the stage is over.
     fn search_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) -> bool {
+        self.more = false;
         while self.pending < self.beam_width && self.stage == Stage::Search {
+            // Pipelined refinement: reads of newly settled candidates go
+            // out before the next expansion (the step yields, the worker
+            // submits them and steps this query again without waiting).
+            if self.pipelined && self.refine_settled(ctx, reads) {
+                self.more = true;
+                return false;
+            }
             let Some(c) = self.list.pop_closest_unexpanded() else {
                 break;
             };
@@ -164,6 +203,49 @@ impl TwoStageSearch {
         self.pending == 0
     }
 
+    /// Pipelined refinement: reads the vectors of the settled candidates
+    /// (ranked above the first unexpanded one) within the top ⌈σ·L⌉.
+    /// True when a read went out.
+    fn refine_settled(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) -> bool {
+        let settled = self.list.first_unexpanded().min(self.refine);
+        let mut issued = false;
+        for i in 0..settled {
+            let id = self.list.as_slice()[i].id;
+            if self.refine_one(ctx, id, reads) {
+                self.early.push(id);
+                issued = true;
+            }
+        }
+        issued
+    }
+
+    /// Gives candidate `id` its exact distance: at once from the node
+    /// cache, else by a read of its vector. True when a read went out.
+    fn refine_one(&mut self, ctx: &SearchContext, id: u32, reads: &mut Vec<Read>) -> bool {
+        if self.exact_seen.contains(id) || self.vectors_pending.contains(&id) {
+            return false;
+        }
+        match ctx
+            .cache
+            .get(id)
+            .filter(|_| ctx.layout.records_hold_vectors())
+        {
+            Some(record) => {
+                let v = ctx.layout.parse(record).vector;
+                self.add_exact(id, v);
+                false
+            }
+            None => {
+                reads.push(Read {
+                    key: id,
+                    span: ctx.layout.vector_span_of(id),
+                });
+                self.vectors_pending.push(id);
+                true
+            }
+        }
+    }
+
     /// Starts the refinement stage: the top ⌈σ·L⌉ candidates without an
     /// exact distance get one, from the node cache or a read of the vector.
     fn refine_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
@@ -171,28 +253,16 @@ impl TwoStageSearch {
         let top = self.refine.min(self.list.len());
         for i in 0..top {
             let id = self.list.as_slice()[i].id;
-            if self.exact_seen.contains(id) {
-                continue;
-            }
-            match ctx
-                .cache
-                .get(id)
-                .filter(|_| ctx.layout.records_hold_vectors())
-            {
-                Some(record) => {
-                    let v = ctx.layout.parse(record).vector;
-                    self.add_exact(id, v);
-                }
-                None => {
-                    reads.push(Read {
-                        key: id,
-                        span: ctx.layout.vector_span_of(id),
-                    });
-                    self.pending += 1;
-                }
-            }
+            self.refine_one(ctx, id, reads);
         }
-        if self.pending == 0 {
+        // Early reads of candidates that ended outside the top ⌈σ·L⌉.
+        let kept = &self.list.as_slice()[..top];
+        self.stats.wasted += self
+            .early
+            .iter()
+            .filter(|&&id| !kept.iter().any(|c| c.id == id))
+            .count() as u64;
+        if self.vectors_pending.is_empty() {
             self.stage = Stage::Done;
         }
     }
@@ -218,34 +288,40 @@ impl QueryState for TwoStageSearch {
     }
 
     fn on_read(&mut self, ctx: &SearchContext, id: u32, bytes: &[u8]) {
+        // A vector read (refinement, early or not) or a block read of the
+        // search stage: a node is never both (an early read is only for an
+        // expanded node, and a block read gives its node's exact distance).
+        if let Some(at) = self.vectors_pending.iter().position(|&v| v == id) {
+            self.vectors_pending.swap_remove(at);
+            self.add_exact(id, ctx.layout.vector_slice(id, bytes));
+            if self.stage == Stage::Refine && self.vectors_pending.is_empty() {
+                self.stage = Stage::Done;
+            }
+            return;
+        }
         self.pending -= 1;
-        match self.stage {
-            Stage::Search => {
-                let node = ctx.layout.record(id, bytes);
-                self.add_exact(id, node.vector);
-                self.expand(ctx, id, node);
-                // Lists the block replicates, of nodes waiting in the list:
-                // expanded now, since they came free with this read.
-                let mut replicas = Vec::new();
-                ctx.layout.replicated_lists(id, bytes, &mut replicas);
-                for (v, list) in replicas {
-                    if self.list.mark_expanded(v) {
-                        self.expand(ctx, v, list);
-                    }
+        if self.stage == Stage::Search {
+            let node = ctx.layout.record(id, bytes);
+            self.add_exact(id, node.vector);
+            self.expand(ctx, id, node);
+            // Lists the block replicates, of nodes waiting in the list:
+            // expanded now, since they came free with this read.
+            let mut replicas = Vec::new();
+            ctx.layout.replicated_lists(id, bytes, &mut replicas);
+            for (v, list) in replicas {
+                if self.list.mark_expanded(v) {
+                    self.expand(ctx, v, list);
                 }
             }
-            Stage::Refine => {
-                self.add_exact(id, ctx.layout.vector_slice(id, bytes));
-                if self.pending == 0 {
-                    self.stage = Stage::Done;
-                }
-            }
-            Stage::Done => {}
         }
     }
 
     fn is_done(&self) -> bool {
-        self.stage == Stage::Done && self.pending == 0
+        self.stage == Stage::Done && self.pending == 0 && self.vectors_pending.is_empty()
+    }
+
+    fn wants_step(&self) -> bool {
+        self.more && self.stage == Stage::Search
     }
 
     fn stats(&mut self) -> &mut QueryStats {
@@ -330,11 +406,16 @@ mod tests {
         let lists_only = open(all.memory().total() - all.memory().get("cache"));
         assert_eq!(lists_only.cached_nodes(), 0);
         for index in [all, lists_only] {
-            check_rerank(&index, &base, &queries, dim);
+            check_rerank(&index, &base, &queries, dim, false);
+            check_rerank(&index, &base, &queries, dim, true);
         }
     }
 
-    fn check_rerank(index: &Index, base: &[f32], queries: &[f32], dim: usize) {
+    /// With `pipelined`, refinement reads go out during the search stage:
+    /// the result is then the exact top k of every vector read (the final
+    /// candidates and the early reads that lost), no completed read is
+    /// dropped, and the reads are the plain search's plus the waste.
+    fn check_rerank(index: &Index, base: &[f32], queries: &[f32], dim: usize, pipelined: bool) {
         assert_eq!(index.adjacency.len(), 1500);
         let (l, k) = (40, 10);
         let sp = SearchParams {
@@ -348,6 +429,7 @@ mod tests {
             complexity: l,
             beam_width: 4,
             refine_ratio: 1.0,
+            pipelined,
         };
         let mut reader = index.take_reader(64).unwrap();
         let mut next = 0;
@@ -367,6 +449,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(finished.len(), 40);
+        let mut early = 0;
         for (qi, mut state, error) in finished {
             assert!(error.is_none(), "{error:?}");
             let q = &queries[qi * dim..(qi + 1) * dim];
@@ -379,11 +462,20 @@ mod tests {
                 .iter()
                 .filter(|&&c| ctx.cache.get(c).is_some())
                 .count();
-            assert_eq!(state.stats().reads as usize, l - cached);
-            assert_eq!(state.stats().exact as usize, l);
-            let mut exact: Vec<(f32, u32)> = candidates
+            let wasted = state.stats().wasted as usize;
+            assert_eq!(state.stats().reads as usize, l - cached + wasted);
+            if !pipelined {
+                assert_eq!(wasted, 0);
+                assert_eq!(state.exact.len(), l);
+            }
+            // Each vector seen once, every final candidate among them.
+            assert_eq!(state.stats().exact as usize, state.exact.len());
+            assert!(candidates.iter().all(|&c| state.exact_seen.contains(c)));
+            early += state.early.len();
+            let mut exact: Vec<(f32, u32)> = state
+                .exact
                 .iter()
-                .map(|&id| {
+                .map(|&(_, id)| {
                     let v = &base[id as usize * dim..(id as usize + 1) * dim];
                     (stratavec_simd::l2_sq_f32(q, v), id)
                 })
@@ -392,6 +484,12 @@ mod tests {
             let got: Vec<u32> = state.results(k).iter().map(|r| r.1).collect();
             let want: Vec<u32> = exact[..k].iter().map(|r| r.1).collect();
             assert_eq!(got, want, "query {qi}");
+        }
+        // Reads went out before the search stage ended, where any were due.
+        if !pipelined {
+            assert_eq!(early, 0);
+        } else if index.cached_nodes() == 0 {
+            assert!(early > 0);
         }
     }
 }
