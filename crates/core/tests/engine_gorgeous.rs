@@ -216,7 +216,7 @@ fn pipelined_refinement_finds_what_the_two_stage_search_finds() {
     // Every list in RAM, few records: the refinement is all reads.
     let g = open_with(&dir, required(&dir) + 200_000);
     // (So the search stage reads nothing and runs the same either way.)
-    assert_eq!(g.adjacency.len(), N, "{}", g.memory());
+    assert_eq!(g.cached_lists(), N, "{}", g.memory());
     let params = |pipelined, in_flight| SearchParams {
         two_stage: true,
         pipelined,

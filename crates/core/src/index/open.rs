@@ -475,6 +475,11 @@ impl Index {
         self.cache.len()
     }
 
+    /// Adjacency lists the graph cache holds (Gorgeous §4.1 ③).
+    pub fn cached_lists(&self) -> usize {
+        self.adjacency.len()
+    }
+
     pub fn io_backend(&self) -> String {
         self.io_name.lock().map(|s| s.clone()).unwrap_or_default()
     }
