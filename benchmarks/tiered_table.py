@@ -176,8 +176,19 @@ def targets(results, target=0.95):
         lance = next((s for s in sper if "lancedb" in s), None)
         lance_best = lance and max((float(p["recall_at_10"]) for p in rounds.collapse(sper[lance])),
                                    default=0.0)
-        for system in ("stratavec-ivf@ssd", "stratavec-ivf-r1@ssd"):
-            what = f"{split(system)[0]} on the SSD ≥ LanceDB's QPS at R@10 0.90"
+        srows = rounds.load(ssd)
+        srun = next((r for r in srows if r.get("kind") == "run"), {})
+
+        def amp_of(system):
+            pts = rounds.collapse(sper[system])
+            return amplification(pts[0], srun) if pts and pts[0].get("index_bytes") else None
+
+        lance_amp = lance and amp_of(lance)
+        for system in ("stratavec-ivf@ssd", "stratavec-ivf-r1@ssd", "stratavec-ivf-pq@ssd",
+                       "stratavec-ivf-pq-r4@ssd"):
+            amps = system in sper and amp_of(system)
+            at = (f" (amplification {amps:.2f}× vs {lance_amp:.2f}×)" if amps and lance_amp else "")
+            what = f"{split(system)[0]} on the SSD ≥ LanceDB's QPS at R@10 0.90{at}"
             if lance and system in sper and lance_best < 0.90:
                 out.append(f"| {what} | LanceDB never reached 0.90 in the sweep (best "
                            f"{lance_best:.3f}) | not measured |")

@@ -223,7 +223,8 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
     column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
-    ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency"
+    ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency",
+    ivf_codes = false, ivf_sample_nprobe = 8
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
@@ -256,6 +257,8 @@ fn build_index<'py>(
     ivf_replicas: i64,
     ivf_closure: f32,
     ivf_grouping: &str,
+    ivf_codes: bool,
+    ivf_sample_nprobe: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let metric: Metric = metric.parse().map_err(data_err)?;
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
@@ -311,6 +314,8 @@ fn build_index<'py>(
         ivf_grouping: ivf_grouping
             .parse()
             .map_err(|e: String| PyValueError::new_err(format!("ivf_grouping: {e}")))?,
+        ivf_codes,
+        ivf_sample_nprobe: count("ivf_sample_nprobe", ivf_sample_nprobe, 1)?,
         unset: stratavec::Unset {
             pq_bytes: pq_bytes.is_none(),
             page_size: page_size.is_none(),
@@ -716,7 +721,7 @@ impl Index {
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
         refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5, pipelined = None,
-        width = None
+        width = None, rerank_factor = 4.0
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -740,6 +745,7 @@ impl Index {
         dispatch_ratio: f32,
         pipelined: Option<bool>,
         width: Option<&str>,
+        rerank_factor: f32,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
@@ -764,6 +770,7 @@ impl Index {
             refine_ratio,
             adaptive_beam,
             dispatch_ratio,
+            rerank_factor,
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
             threads: threads_arg(threads)?,

@@ -183,6 +183,8 @@ def build_index(
     ivf_replicas: int = 4,
     ivf_closure: float = 0.2,
     ivf_grouping: str = "frequency",
+    ivf_codes: bool = False,
+    ivf_sample_nprobe: int = 8,
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -282,6 +284,15 @@ def build_index(
         each vector is stored: ``"frequency"`` (beside the cluster sample
         queries read most), ``"primary"`` or ``"none"`` (id order). Search
         an ivf index with ``complexity`` = the clusters probed.
+    ivf_codes : bool
+        ``ivf`` profile: also keep ``pq_bytes`` PQ codes and every cluster's
+        members in RAM, so a search scores the probed members on the codes
+        and reads only the best ``rerank_factor`` × k vectors (IVF-PQ with
+        refinement, as faiss's IVFPQ + refine or LanceDB's IVF_PQ).
+    ivf_sample_nprobe : int
+        ``ivf`` profile: clusters each sample query probes when the build
+        counts how often each cluster is read (what the frequency grouping
+        ranks clusters by); best near the ``complexity`` searches will use.
     ids : array-like of int, optional
         One unique integer id a vector (int64, like faiss's
         ``add_with_ids``), kept in the index: :meth:`Index.search` returns
@@ -369,6 +380,8 @@ def build_index(
         ivf_replicas=ivf_replicas,
         ivf_closure=ivf_closure,
         ivf_grouping=ivf_grouping,
+        ivf_codes=bool(ivf_codes),
+        ivf_sample_nprobe=ivf_sample_nprobe,
     )
 
 
@@ -571,6 +584,7 @@ class Index:
         dispatch_ratio: float = 0.5,
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
+        rerank_factor: float = 4.0,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -643,6 +657,11 @@ class Index:
             4, ...; or while few arriving reads are wasted. Default: the
             index profile's (``"fixed"``; ``"double"`` for ``octopus``,
             ``"adaptive"`` for ``pipeann``).
+        rerank_factor : float
+            ``ivf`` indexes built with ``ivf_codes``: the vectors read for
+            exact distances, as a multiple of ``k`` (the best by PQ
+            estimate among the probed clusters' members); 0 reads every
+            probed member. Default 4.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -692,6 +711,7 @@ class Index:
             dispatch_ratio=float(dispatch_ratio),
             pipelined=pipelined,
             width=width,
+            rerank_factor=float(rerank_factor),
         )
 
     def __repr__(self) -> str:

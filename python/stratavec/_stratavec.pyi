@@ -37,6 +37,8 @@ def build_index(
     ivf_replicas: int = 4,
     ivf_closure: float = 0.2,
     ivf_grouping: str = "frequency",
+    ivf_codes: bool = False,
+    ivf_sample_nprobe: int = 8,
 ) -> Dict[str, Any]: ...
 
 class Index:
@@ -103,6 +105,7 @@ class Index:
         dispatch_ratio: float = 0.5,
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
+        rerank_factor: float = 4.0,
     ) -> Tuple[Any, ...]: ...
 
 # Collections of segments (stratavec.collection; issue #24).

@@ -31,8 +31,10 @@ pub struct Args {
     /// `octopus-adaptive` (C5 with the scheduled or waste-driven width),
     /// `gorgeous-pipe` (gorgeous with pipelined refinement),
     /// `pipeann-blocks` (the pipelined search over octopus's blocks) and
-    /// `pipeann-blocks-f16` (the same over f16 records) (`bench::variants`
-    /// lists what each is).
+    /// `pipeann-blocks-f16` (the same over f16 records); `tiered`,
+    /// `tiered-f16`; the cluster indexes `ivf`, `ivf-r1`, `ivf-r2`,
+    /// `ivf-r8`, `ivf-nogroup`, and IVF-PQ `ivf-pq`, `ivf-pq-r4` (codes and
+    /// members in RAM) (`bench::variants` lists what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
     /// Navigation graph sample ratio μ for the variants that have one.
@@ -241,6 +243,7 @@ pub fn run(mut a: Args) -> Result<()> {
             store,
             ivf_replicas: variant.ivf_replicas,
             ivf_grouping: variant.ivf_grouping,
+            ivf_codes: variant.ivf_codes,
             ..Default::default()
         };
         let mut name = variant.index_name(

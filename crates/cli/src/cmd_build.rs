@@ -141,6 +141,17 @@ pub struct Args {
     /// cluster) or none (id order: every member a small read).
     #[arg(long, default_value = "frequency")]
     ivf_grouping: stratavec::layout::ivf_assign::Grouping,
+    /// ivf profile: also keep PQ codes (--pq-bytes) and every cluster's
+    /// members in RAM, so a search scores the probed members on the codes
+    /// and reads only the best --rerank-factor x k vectors (IVF-PQ with
+    /// refinement, as faiss's IVFPQ + refine or LanceDB's IVF_PQ).
+    #[arg(long)]
+    ivf_codes: bool,
+    /// ivf profile: clusters each sample query probes when the build counts
+    /// how often each cluster is read (the frequency grouping's h_j, §6.2);
+    /// best near the nprobe (-L) searches will use.
+    #[arg(long, default_value_t = stratavec::index::build_ivf::SAMPLE_NPROBE)]
+    ivf_sample_nprobe: usize,
     /// Build threads (default: all cores). The index is identical for any value.
     #[arg(long)]
     threads: Option<usize>,
@@ -180,6 +191,8 @@ pub fn params(a: &Args) -> BuildParams {
         ivf_replicas: a.ivf_replicas,
         ivf_closure: a.ivf_closure,
         ivf_grouping: a.ivf_grouping,
+        ivf_codes: a.ivf_codes,
+        ivf_sample_nprobe: a.ivf_sample_nprobe,
         // What was not given is fitted to the data (and said on stderr).
         unset: stratavec::Unset {
             pq_bytes: a.pq_bytes.is_none(),

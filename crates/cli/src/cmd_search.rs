@@ -79,6 +79,11 @@ pub struct Args {
     /// for all of them, as DiskANN's hop does.
     #[arg(long, default_value_t = 0.5)]
     dispatch_ratio: f32,
+    /// ivf indexes built with --ivf-codes: vectors read for exact
+    /// distances, as a multiple of k (the best by PQ estimate among the
+    /// probed clusters' members); 0 reads every probed member.
+    #[arg(long, default_value_t = 4.0)]
+    rerank_factor: f32,
     /// Start from the index's entry part when it has one (the navigation
     /// graph, Starling §4.3; laser's cluster entries, AlayaLaser §4.1);
     /// false starts from the medoid and gives its memory to the cache.
@@ -323,6 +328,7 @@ impl Args {
             nav_complexity: self.nav_complexity,
             adaptive_beam: self.adaptive_beam,
             dispatch_ratio: self.dispatch_ratio,
+            rerank_factor: self.rerank_factor,
             ..base
         };
         let p = match self.radius {

@@ -98,6 +98,74 @@ fn probing_every_cluster_is_exact_and_grouping_cuts_small_reads() {
     );
 }
 
+/// IVF-PQ (`ivf_codes`): re-ranking every probed member is the plain
+/// cluster search's answer exactly (each member scored once, whatever the
+/// replication); at the default factor a query reads 4·k vectors, no
+/// more, and finds nearly as much; codes and members are charged to RAM.
+#[test]
+fn ivf_pq_reranks_the_best_members_and_all_of_them_is_exact() {
+    let tmp = tempdir();
+    let (base, queries) = synth(N, NQ, DIM, 43);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    for replicas in [1, 4] {
+        let dir = tmp.path().join(format!("pq-r{replicas}"));
+        let p = BuildParams {
+            ivf_codes: true,
+            pq_bytes: 8,
+            pq_sample: N,
+            ..params(replicas, Grouping::Frequency)
+        };
+        build_f32(&dir, &base, DIM, &p, 2);
+        let index = open(&dir);
+        let mem = index.memory();
+        assert!(
+            mem.get("codes") >= N * 8 && mem.get("members") >= 4 * N,
+            "{mem}"
+        );
+        let with = |nprobe: usize, factor: f32| {
+            let p = SearchParams {
+                complexity: nprobe,
+                rerank_factor: factor,
+                ..search_params(10, nprobe)
+            };
+            index.search_batch(&queries, DIM, &p).unwrap()
+        };
+        for nprobe in [10, 20] {
+            let plain = with(nprobe, 0.0);
+            // 1e6 x k is more than any probe holds: every member re-ranked.
+            let all = with(nprobe, 1e6);
+            assert_eq!(
+                id_lists(&all),
+                id_lists(&plain),
+                "r{replicas} nprobe {nprobe}"
+            );
+            check_results(&all, &base, &queries, DIM, Metric::L2);
+            let best = with(nprobe, 4.0);
+            assert_eq!(best.failed(), 0);
+            check_results(&best, &base, &queries, DIM, Metric::L2);
+            for s in &best.stats {
+                assert!(s.reads <= 40 && s.exact <= 40, "{s:?}");
+                assert_eq!(s.small_reads, 0);
+            }
+            let (rb, rp) = (recall_of(&best, &gt, 10), recall_of(&plain, &gt, 10));
+            assert!(rb >= rp - 0.1, "r{replicas} nprobe {nprobe}: {rb} vs {rp}");
+            // (Reads are not fewer here: a 24-d group of 100 is one read.)
+            assert!(best.total().exact * 10 < plain.total().exact);
+        }
+    }
+    // A bad factor is refused by name.
+    let index = open(&tmp.path().join("pq-r1"));
+    let p = SearchParams {
+        rerank_factor: -1.0,
+        ..search_params(10, 10)
+    };
+    let e = index
+        .search_batch(&queries, DIM, &p)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&e, &["rerank_factor", "-1"]);
+}
+
 #[test]
 fn bad_ivf_parameters_are_refused_by_name() {
     let tmp = tempdir();
@@ -116,6 +184,13 @@ fn bad_ivf_parameters_are_refused_by_name() {
                 ..params(1, Grouping::Frequency)
             },
             vec!["ivf_clusters", "0"],
+        ),
+        (
+            BuildParams {
+                ivf_sample_nprobe: 0,
+                ..params(1, Grouping::Frequency)
+            },
+            vec!["ivf_sample_nprobe", "at least 1", "0"],
         ),
         (
             BuildParams {

@@ -81,6 +81,8 @@ pub fn build_or_reuse(
         .args(["--ivf-replicas", &params.ivf_replicas.to_string()])
         .args(["--ivf-grouping", &params.ivf_grouping.to_string()])
         .args(["--ivf-closure", &params.ivf_closure.to_string()])
+        .args(params.ivf_codes.then_some("--ivf-codes"))
+        .args(["--ivf-sample-nprobe", &params.ivf_sample_nprobe.to_string()])
         .args(
             params
                 .ivf_clusters
@@ -291,6 +293,7 @@ impl Opened<'_> {
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
+            "rerank_factor": self.warm.rerank_factor,
             "pipelined": s.pipelined, "width": s.width.as_str(), "tier": s.io.to_string(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,

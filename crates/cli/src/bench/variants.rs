@@ -55,6 +55,8 @@ pub struct Variant {
     /// is stored.
     pub ivf_replicas: usize,
     pub ivf_grouping: Grouping,
+    /// ivf profile: PQ codes and members in RAM (IVF-PQ with refinement).
+    pub ivf_codes: bool,
 }
 
 const BASE: Variant = Variant {
@@ -80,6 +82,7 @@ const BASE: Variant = Variant {
     store: None,
     ivf_replicas: 1,
     ivf_grouping: Grouping::Frequency,
+    ivf_codes: false,
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
@@ -375,6 +378,20 @@ pub const ALL: &[Variant] = &[
         ..IVF
     },
     Variant {
+        name: "ivf-pq",
+        about: "ivf without replication, with PQ codes and members in RAM: probed members \
+                scored on codes, the best rerank-factor x k vectors read (IVF-PQ + refine)",
+        ivf_replicas: 1,
+        ivf_codes: true,
+        ..IVF
+    },
+    Variant {
+        name: "ivf-pq-r4",
+        about: "ivf-pq with replication 4 (grouping by frequency)",
+        ivf_codes: true,
+        ..IVF
+    },
+    Variant {
         name: "laser-wide",
         about: "the laser profile with every round W wide (no adaptive beam, early dispatch \
                 kept): for one query alone on the device, where a wide first round costs no \
@@ -432,7 +449,8 @@ impl Variant {
         };
         let layout = self.layout.map_or(String::new(), |k| format!("-{k}"));
         let ivf = if self.layout == Some(LayoutKind::Ivf) {
-            format!("-r{}-{}", self.ivf_replicas, self.ivf_grouping)
+            let codes = if self.ivf_codes { "-codes" } else { "" };
+            format!("-r{}-{}{codes}", self.ivf_replicas, self.ivf_grouping)
         } else {
             String::new()
         };

@@ -134,6 +134,18 @@ pub struct BuildParams {
     /// ivf profile: where each vector is stored (§6.2).
     #[serde(default)]
     pub ivf_grouping: crate::layout::ivf_assign::Grouping,
+    /// ivf profile: the clusters each sample query probes when the build
+    /// counts how often each cluster is read (§6.2's h_j, which the
+    /// frequency grouping ranks clusters by): best near the nprobe the
+    /// searches will use.
+    #[serde(default = "default_ivf_sample_nprobe")]
+    pub ivf_sample_nprobe: usize,
+    /// ivf profile: also train `pq_bytes` PQ codes and keep every
+    /// cluster's members beside them (`codes.bin`, `members.bin`), so a
+    /// search scores the probed members in RAM and reads only the best few
+    /// vectors (IVF-PQ with refinement; `layout::ivf_members`).
+    #[serde(default)]
+    pub ivf_codes: bool,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
@@ -143,6 +155,10 @@ pub struct BuildParams {
 
 fn one() -> usize {
     1
+}
+
+fn default_ivf_sample_nprobe() -> usize {
+    crate::index::build_ivf::SAMPLE_NPROBE
 }
 
 fn default_ivf_closure() -> f32 {
@@ -278,6 +294,8 @@ impl Default for BuildParams {
             ivf_replicas: 4,
             ivf_closure: default_ivf_closure(),
             ivf_grouping: Default::default(),
+            ivf_codes: false,
+            ivf_sample_nprobe: default_ivf_sample_nprobe(),
             unset: Unset::default(),
         }
     }
@@ -351,6 +369,9 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
         }
         if !(1..=8).contains(&p.ivf_replicas) {
             return arg("ivf_replicas", "1..=8", &p.ivf_replicas);
+        }
+        if p.ivf_sample_nprobe == 0 {
+            return arg("ivf_sample_nprobe", "at least 1", &0);
         }
         if p.ivf_clusters == Some(0) {
             return arg("ivf_clusters", "at least 1", &0);

@@ -12,7 +12,10 @@ use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
 use crate::layout::ivf::{IvfLayout, CLUSTERS_FILE};
 use crate::layout::ivf_assign::{AssignParams, Assignment};
+use crate::layout::ivf_members::{ClusterMembers, MEMBERS_FILE};
 use crate::layout::LayoutKind;
+use crate::quant::pq::{PqCodebook, PqTrainParams};
+use crate::quant::pq_file;
 use crate::util::rng::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -24,7 +27,8 @@ pub const VECTORS_PER_CLUSTER: usize = 100;
 /// Sample vectors standing in for the workload when ranking clusters by how
 /// often they are read (§6.2's h_j), and the clusters each probes.
 const SAMPLE_QUERIES: usize = 2000;
-const SAMPLE_NPROBE: usize = 8;
+/// The default of `BuildParams::ivf_sample_nprobe`.
+pub const SAMPLE_NPROBE: usize = 8;
 
 /// The clusters for `n` vectors when not given.
 pub fn default_clusters(n: usize) -> usize {
@@ -74,7 +78,7 @@ pub fn build(
     for &i in &sample {
         queries.extend_from_slice(&data[i * dim..(i + 1) * dim]);
     }
-    let h = a.frequencies(&queries, SAMPLE_NPROBE);
+    let h = a.frequencies(&queries, params.ivf_sample_nprobe);
     let storage = a.storage(a.group_of(params.ivf_grouping, &h).as_deref());
     let lists: Vec<Vec<u32>> = a
         .members
@@ -122,6 +126,33 @@ pub fn build(
         .at("write", &cpath)?;
     drop(w);
     let mut names = vec!["pages.bin", CLUSTERS_FILE];
+    // IVF-PQ: codes of every vector (id order, as every profile's) and the
+    // clusters' members, both held in RAM by the search.
+    let mut quantizer = "none (exact distances over clusters)".to_string();
+    if params.ivf_codes {
+        let t = Instant::now();
+        let pq = PqTrainParams {
+            m: params.pq_bytes,
+            sample: params.pq_sample,
+            iters: params.pq_iters,
+            seed: params.seed,
+        };
+        let (cb, codes) = pool.install(|| {
+            let cb = PqCodebook::train(data, dim, &pq);
+            let codes = cb.encode_all(data);
+            (cb, codes)
+        });
+        let path = staging.dir.join("codes.bin");
+        super::build::write_file(&path, |w| pq_file::write(w, &cb, &codes))?;
+        let path = staging.dir.join(MEMBERS_FILE);
+        super::build::write_file(&path, |w| ClusterMembers::new(&a.members).write(w, n))?;
+        names.extend(["codes.bin", MEMBERS_FILE]);
+        quantizer = format!(
+            "pq{} (IVF-PQ: probed members scored on codes)",
+            params.pq_bytes
+        );
+        report.stages.push(("pq".into(), t.elapsed().as_secs_f64()));
+    }
     if let Some(ids) = input.ids {
         let path = staging.dir.join(super::ids::IDS_FILE);
         super::build::write_file(&path, |w| super::ids::write(w, ids))?;
@@ -161,7 +192,7 @@ pub fn build(
         build,
         layout: LayoutKind::Ivf.name().into(),
         page_size: params.page_size,
-        quantizer: "none (exact distances over clusters)".into(),
+        quantizer,
         medoid: 0,
         graph_mean_degree: 0.0,
         files,

@@ -8,6 +8,7 @@ use crate::data::{DType, Metric};
 use crate::entry::clusters::ENTRY_FILE;
 use crate::entry::{ClusterEntries, EntryPoints, Medoid, NavGraph};
 use crate::error::{Error, FileContext, Result};
+use crate::layout::ivf_members::{ClusterMembers, MEMBERS_FILE};
 use crate::layout::{Layout, PagesHeader};
 use crate::memory::adjacency_cache::{self, GRAPH_FILE};
 use crate::memory::cache_order::{self, ORDER_FILE};
@@ -20,6 +21,7 @@ use crate::quant::record_scorer::RecordScorer;
 use crate::quant::{pq_file, Quantizer};
 use crate::search::batch::{run_batch, BatchShape};
 use crate::search::ivf::Ivf;
+use crate::search::ivf_pq::IvfPq;
 use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, PIPELINED_WIDTH, READ_SLOTS};
 use crate::search::{
@@ -108,6 +110,8 @@ pub struct Index {
     quantizer: Box<dyn Quantizer>,
     /// Laser indexes: the per-index part of the codes their records carry.
     record_codes: Option<RecordScorer>,
+    /// Cluster indexes built with codes: each cluster's member ids.
+    members: Option<ClusterMembers>,
     cache: NodeCache,
     pub(crate) adjacency: AdjacencyCache,
     /// Ids given with the data, mapped (`index::ids`); `None`: row numbers.
@@ -245,6 +249,18 @@ impl Index {
             false => None,
         };
 
+        // A cluster index built with codes: each cluster's members in RAM
+        // beside the codes (the IVF-PQ search, `layout::ivf_members`).
+        let members = match (manifest.files.contains_key(MEMBERS_FILE), layout.clusters()) {
+            (true, Some(ivf)) => Some(ClusterMembers::read(
+                &check_file_size(&manifest, &dir, MEMBERS_FILE)?,
+                manifest.n,
+                ivf.clusters.len(),
+            )?),
+            _ => None,
+        };
+        let members_bytes = members.as_ref().map_or(0, |m| m.resident_bytes());
+
         // The memory plan (memory::planner): codes, I/O buffers and the
         // layout's map first; then the profile's parts in its order.
         let profile = crate::profile::get(&manifest.profile).map_err(|_| {
@@ -290,7 +306,8 @@ impl Index {
             Demand {
                 part: Part::Codes,
                 bytes: quantizer.resident_bytes()
-                    + record_codes.as_ref().map_or(0, |c| c.resident_bytes()),
+                    + record_codes.as_ref().map_or(0, |c| c.resident_bytes())
+                    + members_bytes,
             },
             Demand {
                 part: Part::Buffers,
@@ -372,6 +389,9 @@ impl Index {
             "codes",
             quantizer.resident_bytes() + record_codes.as_ref().map_or(0, |c| c.resident_bytes()),
         );
+        if members_bytes > 0 {
+            memory.add("members", members_bytes);
+        }
         memory.add("cache", cache.resident_bytes());
         if adjacency.resident_bytes() > 0 {
             memory.add("adjacency", adjacency.resident_bytes());
@@ -386,6 +406,7 @@ impl Index {
         memory.plan = grants;
         Ok(Index {
             record_codes,
+            members,
             ids,
             adjacency,
             profile,
@@ -490,6 +511,7 @@ impl Index {
             layout: &*self.layout,
             quantizer: &*self.quantizer,
             record_codes: self.record_codes.as_ref(),
+            members: self.members.as_ref(),
             cache: &self.cache,
             adjacency: &self.adjacency,
             entry: &*self.entry,
@@ -510,6 +532,7 @@ impl Index {
             self.metric(),
             self.record_codes.is_some(),
             self.layout.clusters().is_some(),
+            self.members.is_some(),
         );
         if self.layout.clusters().is_some() && params.radius.is_some() {
             return Err(Error::argument(
@@ -678,14 +701,20 @@ impl Index {
         let t0 = Instant::now();
         // The one place a strategy is chosen (COMPOSITION.md, example A).
         let clusters = ctx.layout.clusters().is_some();
-        let (mut out, ends) =
-            match strategy_for(params, ctx.metric, ctx.record_codes.is_some(), clusters) {
-                Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
-                Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
-                Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
-                Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
-                Chosen::Ivf(s) => run_batch(&ctx, &s, readers, &shape),
-            };
+        let (mut out, ends) = match strategy_for(
+            params,
+            ctx.metric,
+            ctx.record_codes.is_some(),
+            clusters,
+            ctx.members.is_some(),
+        ) {
+            Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Ivf(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::IvfPq(s) => run_batch(&ctx, &s, readers, &shape),
+        };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();
         let mut io_wait = 0.0;
@@ -737,6 +766,7 @@ enum Chosen {
     Laser(Laser),
     Pipe(Pipe),
     Ivf(Ivf),
+    IvfPq(IvfPq),
 }
 
 /// The strategy `params` ask for.
@@ -745,9 +775,18 @@ fn strategy_for(
     metric: Metric,
     record_codes: bool,
     clusters: bool,
+    members: bool,
 ) -> Chosen {
     // A cluster index is read cluster by cluster: -L is the clusters
-    // probed (paper 002 §6).
+    // probed (paper 002 §6). Built with codes, its probed members are
+    // scored on them and only the best few vectors read (IVF-PQ), unless
+    // the caller asks for every member read (rerank factor 0).
+    if clusters && members && params.rerank_factor > 0.0 {
+        return Chosen::IvfPq(IvfPq {
+            nprobe: params.complexity,
+            rerank: (params.rerank_factor as f64 * params.k as f64).ceil() as usize,
+        });
+    }
     if clusters {
         return Chosen::Ivf(Ivf {
             nprobe: params.complexity,

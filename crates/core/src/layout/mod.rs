@@ -9,6 +9,7 @@ pub mod csr;
 pub mod header;
 pub mod ivf;
 pub mod ivf_assign;
+pub mod ivf_members;
 pub mod kind;
 pub mod laser;
 pub mod position_map;

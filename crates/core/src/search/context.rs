@@ -13,6 +13,9 @@ pub struct SearchContext<'a> {
     /// The per-index part of the codes laser records carry (AlayaLaser
     /// §3.2); `None` for indexes whose codes are all in RAM.
     pub record_codes: Option<&'a crate::quant::record_scorer::RecordScorer>,
+    /// A cluster index built with codes: each cluster's member ids (the
+    /// IVF-PQ search); `None` otherwise.
+    pub members: Option<&'a crate::layout::ivf_members::ClusterMembers>,
     pub cache: &'a NodeCache,
     /// Adjacency lists held without their vectors (Gorgeous's graph cache).
     pub adjacency: &'a AdjacencyCache,

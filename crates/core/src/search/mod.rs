@@ -5,6 +5,7 @@ pub mod beam;
 pub mod block;
 pub mod context;
 pub mod ivf;
+pub mod ivf_pq;
 pub mod laser;
 pub mod pipe;
 pub mod query;
@@ -91,6 +92,12 @@ pub struct SearchParams {
     /// outstanding.
     #[serde(default)]
     pub width: WidthPolicy,
+    /// Cluster indexes built with codes (IVF-PQ): the vectors read for
+    /// exact distances are this many times k, the best by estimate among
+    /// the probed clusters' members (faiss's `k_factor`, LanceDB's
+    /// `refine_factor`); 0 reads every probed member.
+    #[serde(default = "default_rerank_factor")]
+    pub rerank_factor: f32,
     /// Laser search (AlayaLaser §4.2): rounds widen 1, 2, 4, ... up to the
     /// beam width; false reads W a round from the first.
     #[serde(default = "default_true")]
@@ -103,6 +110,10 @@ pub struct SearchParams {
 
 fn default_true() -> bool {
     true
+}
+
+fn default_rerank_factor() -> f32 {
+    4.0
 }
 
 fn default_dispatch_ratio() -> f32 {
@@ -150,6 +161,7 @@ impl Default for SearchParams {
             dispatch_ratio: default_dispatch_ratio(),
             pipelined: false,
             width: WidthPolicy::Fixed,
+            rerank_factor: default_rerank_factor(),
         }
     }
 }
@@ -190,6 +202,13 @@ impl SearchParams {
         }
         if self.nav_complexity == 0 {
             return Err(Error::argument("nav_complexity", "at least 1", 0));
+        }
+        if !(self.rerank_factor >= 0.0 && self.rerank_factor <= 1e6) {
+            return Err(Error::argument(
+                "rerank_factor",
+                "a number in [0, 1e6] (0 reads every probed member)",
+                self.rerank_factor,
+            ));
         }
         if !(self.refine_ratio > 0.0 && self.refine_ratio <= 1.0) {
             return Err(Error::argument(
