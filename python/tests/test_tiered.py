@@ -47,3 +47,23 @@ def test_ivf_full_probe_is_exact_and_reports_small_reads(tmp_path):
     assert (stats["small_reads"] > 0).all()
     with pytest.raises(ValueError, match="ivf_grouping"):
         stratavec.build_index(x, tmp_path / "w", profile="ivf", ivf_grouping="cluster")
+
+
+def test_ivf_pq_reads_only_the_reranked_vectors(tmp_path):
+    """IVF-PQ (``ivf_codes``): re-ranking every probed member is the plain
+    cluster search's answer; at the default factor a query reads 4·k."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2000, 16)).astype(np.float32)
+    q = rng.standard_normal((30, 16)).astype(np.float32)
+    info = stratavec.build_index(x, tmp_path / "p", profile="ivf", ivf_clusters=20,
+                                 ivf_replicas=2, ivf_codes=True, pq_bytes=8,
+                                 ivf_sample_nprobe=12, threads=2)
+    assert "pq" in info["stages"]
+    index = stratavec.Index.open(tmp_path / "p")
+    _, plain = index.search(q, k=10, complexity=12, rerank_factor=0)
+    _, every = index.search(q, k=10, complexity=12, rerank_factor=1e6)
+    assert (plain == every).all()
+    _, ids, stats = index.search(q, k=10, complexity=12, return_stats=True)
+    assert (stats["reads"] <= 40).all() and (ids >= 0).all()
+    with pytest.raises(ValueError, match="rerank_factor"):
+        index.search(q, k=10, complexity=12, rerank_factor=-1)
