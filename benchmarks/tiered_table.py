@@ -214,33 +214,52 @@ def inflight_points(results):
     return sorted(out)
 
 
-def plot(results, out_path, target=0.95):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    path = os.path.join(results, "tiered-graph-384.jsonl")
+def amplification_points(path, target):
+    """{tier: [(amplification, QPS at `target`, system)]} of one run."""
     rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     by_tier = {}
     for s, rs in rounds.searches(rows).items():
         pts = rounds.collapse(rs)
         p = rounds.at_recall(pts, target)
-        if p is None:
+        if p is None or not pts[0].get("index_bytes"):
             continue
         name, tier = split(s)
-        by_tier.setdefault(tier, []).append((amplification(pts[0], run), float(p["qps"]), name))
+        by_tier.setdefault(tier or "—", []).append((amplification(pts[0], run), float(p["qps"]), name))
+    return run, by_tier
+
+
+def draw_amplification(ax, by_tier, target, title):
     for tier, pts in by_tier.items():
         pts.sort()
-        ax1.plot([a for a, _, _ in pts], [q for _, q, _ in pts], marker="o", label=tier)
+        ax.plot([a for a, _, _ in pts], [q for _, q, _ in pts], marker="o", label=tier)
         for a, q, name in pts:
-            ax1.annotate(name, (a, q), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax1.set_xlabel("index amplification (index bytes / raw float32 vectors)")
-    ax1.set_ylabel(f"QPS at recall@10 ≥ {target}")
-    ax1.set_yscale("log")
-    ax1.set_title("graph layouts on each tier")
-    ax1.grid(alpha=0.3)
-    ax1.legend(fontsize=8)
+            ax.annotate(name, (a, q), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("index amplification (index bytes / raw float32 vectors)")
+    ax.set_ylabel(f"QPS at recall@10 ≥ {target}")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def plot(results, out_path, target=0.95):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    run, graphs = amplification_points(os.path.join(results, "tiered-graph-384.jsonl"), target)
+    # Cluster indexes at 0.90 (without replication, some never reach
+    # 0.95): in memory and on the tiers, then on the SSD with LanceDB.
+    clusters = {}
+    for name in ("tiered-ivf-384.jsonl", "tiered-ivf-ssd.jsonl"):
+        path = os.path.join(results, name)
+        if os.path.exists(path):
+            for tier, pts in amplification_points(path, 0.90)[1].items():
+                tier = tier if tier != "—" else "peer, its own storage"
+                clusters.setdefault(tier, []).extend(p for p in pts if p[2] != "diskann")
+    fig, (ax1, ax3, ax2) = plt.subplots(1, 3, figsize=(16, 4.4))
+    draw_amplification(ax1, graphs, target, "graph layouts on each tier")
+    draw_amplification(ax3, clusters, 0.90, "cluster indexes (ivf) and LanceDB")
     infl = inflight_points(results)
     for tier in dict.fromkeys(t for t, _, _ in infl):
         pts = [(q, v) for t, q, v in infl if t == tier]

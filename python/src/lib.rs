@@ -224,7 +224,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
     column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
     ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency",
-    ivf_codes = false, ivf_sample_nprobe = 8
+    ivf_codes = false, ivf_sample_nprobe = 64
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(

@@ -184,7 +184,7 @@ def build_index(
     ivf_closure: float = 0.2,
     ivf_grouping: str = "frequency",
     ivf_codes: bool = False,
-    ivf_sample_nprobe: int = 8,
+    ivf_sample_nprobe: int = 64,
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 

@@ -38,7 +38,7 @@ def build_index(
     ivf_closure: float = 0.2,
     ivf_grouping: str = "frequency",
     ivf_codes: bool = False,
-    ivf_sample_nprobe: int = 8,
+    ivf_sample_nprobe: int = 64,
 ) -> Dict[str, Any]: ...
 
 class Index:

@@ -149,7 +149,8 @@ pub struct Args {
     ivf_codes: bool,
     /// ivf profile: clusters each sample query probes when the build counts
     /// how often each cluster is read (the frequency grouping's h_j, §6.2);
-    /// best near the nprobe (-L) searches will use.
+    /// best near the nprobe (-L) searches will use; at most a quarter of the
+    /// clusters are probed.
     #[arg(long, default_value_t = stratavec::index::build_ivf::SAMPLE_NPROBE)]
     ivf_sample_nprobe: usize,
     /// Build threads (default: all cores). The index is identical for any value.

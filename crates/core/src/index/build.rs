@@ -137,8 +137,9 @@ pub struct BuildParams {
     /// ivf profile: the clusters each sample query probes when the build
     /// counts how often each cluster is read (§6.2's h_j, which the
     /// frequency grouping ranks clusters by): best near the nprobe the
-    /// searches will use.
-    #[serde(default = "default_ivf_sample_nprobe")]
+    /// searches will use; at most a quarter of the clusters are probed. (A manifest without it was built with 8, the
+    /// value before it was a parameter.)
+    #[serde(default = "built_before_ivf_sample_nprobe")]
     pub ivf_sample_nprobe: usize,
     /// ivf profile: also train `pq_bytes` PQ codes and keep every
     /// cluster's members beside them (`codes.bin`, `members.bin`), so a
@@ -159,6 +160,10 @@ fn one() -> usize {
 
 fn default_ivf_sample_nprobe() -> usize {
     crate::index::build_ivf::SAMPLE_NPROBE
+}
+
+fn built_before_ivf_sample_nprobe() -> usize {
+    8
 }
 
 fn default_ivf_closure() -> f32 {

@@ -207,9 +207,14 @@ impl Strategy for Ivf {
     }
 
     fn finish(&self, state: &mut IvfState, k: usize, out: &mut Vec<(f32, u32)>) {
-        let f = &mut state.found;
-        f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        out.clear();
-        out.extend_from_slice(&f[..k.min(f.len())]);
+        nearest_k(&mut state.found, k, out);
     }
+}
+
+/// The `k` nearest of `found` (exact distances, each id once) into `out`,
+/// ties by id: how a cluster search ends.
+pub(super) fn nearest_k(found: &mut [(f32, u32)], k: usize, out: &mut Vec<(f32, u32)>) {
+    found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    out.clear();
+    out.extend_from_slice(&found[..k.min(found.len())]);
 }

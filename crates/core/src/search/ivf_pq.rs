@@ -180,9 +180,6 @@ impl Strategy for IvfPq {
     }
 
     fn finish(&self, state: &mut IvfPqState, k: usize, out: &mut Vec<(f32, u32)>) {
-        let f = &mut state.found;
-        f.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        out.clear();
-        out.extend_from_slice(&f[..k.min(f.len())]);
+        super::ivf::nearest_k(&mut state.found, k, out);
     }
 }
