@@ -11,7 +11,8 @@
 #      (2 threads, L = TIER_L, default 40);
 #   3. the tables and the figure (benchmarks/tiered_table.py) into
 #      BENCHMARKS.md;
-#   4. cluster indexes (ivf, §6) in local memory and on the 1 µs tier:
+#   4. cluster indexes (ivf, §6) in local memory and on the 0.3, 1 and
+#      3 µs tiers:
 #      replication 1, 2, 4, 8 grouped by frequency, and 4 in id order
 #      (ivf-nogroup), -L = nprobe;
 #   5. cluster indexes on the SSD with LanceDB (IVF_PQ on disk) in the same
@@ -19,14 +20,18 @@
 #      a query reads megabytes and a pass takes seconds; the replicated
 #      ivf, slower still, is measured on the tiers only), and IVF-PQ
 #      (ivf-pq, ivf-pq-r4: codes and members in RAM, 4·k vectors read),
-#      nprobe up to 160 so LanceDB reaches 0.90.
+#      nprobe up to 160 so LanceDB reaches 0.90;
+#   6. the replicated cluster indexes on the SSD, replication 2, 4 and 8
+#      grouped and 4 without grouping (ivf-r2, ivf, ivf-r8, ivf-nogroup),
+#      at nprobe 10 and 20 (every small read a 4 KB page: a pass takes a
+#      minute).
 # Steps can be chosen: `benchmarks/tiered.sh 2 3`; with no argument 1 2 4
-# 5 3. Index builds are reused
+# 5 6 3. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 4 5 3}
+steps=${*:-1 2 4 5 6 3}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -55,7 +60,8 @@ if has 2; then
 fi
 if has 4; then
   "$bin" bench --data "$data" --work "$work" --out "$res/tiered-ivf-384.jsonl" \
-    --profiles ivf-r1,ivf-r2,ivf,ivf-r8,ivf-nogroup --tier mmap --tier "simulated:1000,$gbps" \
+    --profiles ivf-r1,ivf-r2,ivf,ivf-r8,ivf-nogroup --tier mmap --tier "simulated:300,$gbps" \
+    --tier "simulated:1000,$gbps" --tier "simulated:3000,$gbps" \
     --threads 2 --memory-fraction 0.2 -L "${IVF_SWEEP:-10,15,20,30,40,60,80,120}" --rounds 3 \
     --min-pass-seconds 0.5 --device-seconds 0 --sustained-seconds 0
 fi
@@ -64,6 +70,11 @@ if has 5; then
     --profiles diskann,ivf-r1,ivf-pq,ivf-pq-r4 --tier ssd --peers "${IVF_PEERS:-lancedb}" \
     --threads 2 --memory-fraction 0.2 -L "${IVF_SSD_SWEEP:-10,20,40,60,80,120,160}" --rounds 2 \
     --min-pass-seconds 0 --device-seconds 0 --sustained-seconds 0
+fi
+if has 6; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/tiered-ivf-ssd-grouping.jsonl" \
+    --profiles ivf-r2,ivf,ivf-r8,ivf-nogroup --tier ssd --threads 2 --memory-fraction 0.2 -L 10,20 \
+    --rounds 2 --min-pass-seconds 0 --device-seconds 0 --sustained-seconds 0
 fi
 if has 3; then
   py=benchmarks/.venvs/plot/bin/python
