@@ -222,7 +222,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
-    column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
+    node_cache_rank = None, column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
     ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency",
     ivf_codes = false, ivf_sample_nprobe = 64
 ))]
@@ -248,6 +248,7 @@ fn build_index<'py>(
     layout: Option<&str>,
     replicas: Option<i64>,
     cache_rank: &str,
+    node_cache_rank: Option<&str>,
     column: Option<String>,
     id_column: Option<String>,
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
@@ -285,12 +286,18 @@ fn build_index<'py>(
     let cache_rank = cache_rank
         .parse()
         .map_err(|e| PyValueError::new_err(format!("cache_rank: {e}")))?;
+    let node_cache_rank = node_cache_rank
+        .map(|r| r.parse())
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("node_cache_rank: {e}")))?
+        .or(base.node_cache_rank);
     let memory_budget = collection::budget_arg(memory_budget_mb)?;
     let params = BuildParams {
         shuffle,
         layout: layout.or(base.layout),
         replicas: replicas.map(|r| count("replicas", r, 0)).transpose()?,
         cache_rank,
+        node_cache_rank,
         memory_budget,
         nav_sample: nav_sample.unwrap_or(base.nav_sample),
         metric,
@@ -721,7 +728,7 @@ impl Index {
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
         refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5, pipelined = None,
-        width = None, rerank_factor = 4.0
+        width = None, rerank_factor = 4.0, poll_us = 0
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -746,6 +753,7 @@ impl Index {
         pipelined: Option<bool>,
         width: Option<&str>,
         rerank_factor: f32,
+        poll_us: i64,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
@@ -771,6 +779,7 @@ impl Index {
             adaptive_beam,
             dispatch_ratio,
             rerank_factor,
+            poll_us: u32::try_from(count("poll_us", poll_us, 0)?).unwrap_or(u32::MAX),
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
             threads: threads_arg(threads)?,

@@ -174,6 +174,7 @@ def build_index(
     layout: Optional[str] = None,
     replicas: Optional[int] = None,
     cache_rank: str = "nav",
+    node_cache_rank: Optional[str] = None,
     ids: Optional[Any] = None,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
@@ -268,6 +269,11 @@ def build_index(
         Order in which the graph cache holds adjacency lists: nearest the
         navigation graph first (Gorgeous §4.1), most linked first,
         breadth-first from the medoid, or most expanded by sample queries.
+    node_cache_rank : {"bfs", "nav", "indegree", "visits"}, optional
+        Order in which the node cache holds whole records, by the same rules
+        (``"bfs"`` is filled at open from the medoid). Default: the
+        profile's (``"indegree"`` for laser, ``"nav"`` for octopus, else
+        ``"bfs"``).
 
     code_dim : int, optional
         ``laser`` profile: principal dimensions the neighbour codes in each
@@ -371,6 +377,7 @@ def build_index(
         layout=layout,
         replicas=replicas,
         cache_rank=cache_rank,
+        node_cache_rank=node_cache_rank,
         column=column,
         id_column=id_column,
         ids=ids,
@@ -585,6 +592,7 @@ class Index:
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
         rerank_factor: float = 4.0,
+        poll_us: int = 0,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -662,6 +670,11 @@ class Index:
             exact distances, as a multiple of ``k`` (the best by PQ
             estimate among the probed clusters' members); 0 reads every
             probed member. Default 4.
+        poll_us : int
+            Microseconds a worker polls for a read's completion before it
+            sleeps in the kernel (io_uring; at most 10,000). 0 sleeps at
+            once. Polling saves the wake-up a lone query pays on every read
+            (``threads=1, in_flight=1``), at the cost of a busy core.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -712,6 +725,7 @@ class Index:
             pipelined=pipelined,
             width=width,
             rerank_factor=float(rerank_factor),
+            poll_us=int(poll_us),
         )
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ def build_index(
     layout: Optional[str] = None,
     replicas: Optional[int] = None,
     cache_rank: str = "nav",
+    node_cache_rank: Optional[str] = None,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     ids: Optional[np.ndarray] = None,
@@ -106,6 +107,7 @@ class Index:
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
         rerank_factor: float = 4.0,
+        poll_us: int = 0,
     ) -> Tuple[Any, ...]: ...
 
 # Collections of segments (stratavec.collection; issue #24).

@@ -65,6 +65,11 @@ pub struct Args {
     /// Overrides --threads and --in-flight.
     #[arg(long)]
     latency: bool,
+    /// Microseconds each stratavec worker polls for a read's completion
+    /// before it sleeps (0: sleeps at once), for every system whose variant
+    /// does not set its own (the `-poll` variants).
+    #[arg(long, default_value_t = 0)]
+    poll_us: u32,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
     #[arg(long, default_value_t = 0.2)]
     memory_fraction: f64,
@@ -244,6 +249,9 @@ pub fn run(mut a: Args) -> Result<()> {
             ivf_replicas: variant.ivf_replicas,
             ivf_grouping: variant.ivf_grouping,
             ivf_codes: variant.ivf_codes,
+            node_cache_rank: variant
+                .node_rank
+                .or(BuildParams::for_profile(variant.profile).node_cache_rank),
             ..Default::default()
         };
         let mut name = variant.index_name(
@@ -278,6 +286,7 @@ pub fn run(mut a: Args) -> Result<()> {
                     beam_width: a.beam_width,
                     threads: a.threads,
                     in_flight: a.in_flight,
+                    poll_us: variant.poll_us.unwrap_or(a.poll_us),
                     budget_bytes: budget,
                     build: build.clone(),
                     page_search: variant.page_search,

@@ -109,6 +109,13 @@ pub struct Args {
     /// (most expanded by sample queries).
     #[arg(long, default_value = "nav")]
     cache_rank: stratavec::memory::cache_rank::CacheRank,
+    /// Order in which the node cache holds whole records: bfs (from the
+    /// medoid, filled at open), nav (nearest the navigation graph's nodes,
+    /// where searches start), indegree (most linked first) or visits (most
+    /// expanded by sample queries). Default: the profile's (indegree for
+    /// laser, nav for octopus, else bfs).
+    #[arg(long)]
+    node_cache_rank: Option<stratavec::memory::cache_rank::CacheRank>,
     /// Element type of the vectors stored on disk: f16 halves their bytes
     /// (more records per block, more nodes cached) at a relative rounding
     /// error of 2^-11 per component; f32 data only. Default: the data's type.
@@ -173,6 +180,7 @@ pub fn params(a: &Args) -> BuildParams {
         shuffle_nearest: a.shuffle_nearest,
         nav_sample: a.nav_sample.unwrap_or(base.nav_sample),
         cache_rank: a.cache_rank,
+        node_cache_rank: a.node_cache_rank.or(base.node_cache_rank),
         memory_budget: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         replicas: a.replicas,
         layout: a.layout.or(base.layout),

@@ -84,6 +84,12 @@ pub struct Args {
     /// probed clusters' members); 0 reads every probed member.
     #[arg(long, default_value_t = 4.0)]
     rerank_factor: f32,
+    /// Microseconds a worker polls for a read's completion before it
+    /// sleeps in the kernel (io_uring); 0 sleeps at once. Polling saves a
+    /// wake-up a completion, which a lone query pays on every read, and
+    /// spends the otherwise idle core.
+    #[arg(long, default_value_t = 0)]
+    poll_us: u32,
     /// Start from the index's entry part when it has one (the navigation
     /// graph, Starling §4.3; laser's cluster entries, AlayaLaser §4.1);
     /// false starts from the medoid and gives its memory to the cache.
@@ -329,6 +335,7 @@ impl Args {
             adaptive_beam: self.adaptive_beam,
             dispatch_ratio: self.dispatch_ratio,
             rerank_factor: self.rerank_factor,
+            poll_us: self.poll_us,
             ..base
         };
         let p = match self.radius {

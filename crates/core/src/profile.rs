@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 use crate::layout::shuffle::Shuffle;
 use crate::layout::LayoutKind;
+use crate::memory::cache_rank::CacheRank;
 use crate::memory::planner::Part;
 use crate::search::WidthPolicy;
 
@@ -25,6 +26,10 @@ pub struct Profile {
     /// What the memory planner fills, in this order, once the PQ codes,
     /// I/O buffers and the layout's own map are in (Gorgeous §4.1 ②–④).
     pub memory: &'static [Part],
+    /// The order the node cache takes records in (`memory::cache_rank`):
+    /// `Bfs` fills it breadth-first from the medoid at open (DiskANN); any
+    /// other rank is computed at build and kept as `order.bin`.
+    pub node_cache: CacheRank,
     /// Search defaults: block search (Starling §4.2).
     pub page_search: bool,
     /// Search defaults: the I/O–computation pipeline (Starling §4.2).
@@ -48,6 +53,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
+        node_cache: CacheRank::Bfs,
         page_search: false,
         pipeline: false,
         two_stage: false,
@@ -61,6 +67,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::Bnf,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
+        node_cache: CacheRank::Bfs,
         page_search: true,
         pipeline: true,
         two_stage: false,
@@ -74,6 +81,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: Some(LayoutKind::Replicated),
         memory: &[Part::Nav, Part::Adjacency, Part::Nodes],
+        node_cache: CacheRank::Bfs,
         page_search: false,
         pipeline: false,
         two_stage: true,
@@ -90,6 +98,7 @@ pub const PROFILES: &[Profile] = &[
         layout: Some(LayoutKind::Laser),
         // The entry candidates, then the in-degree cache (§3.3, §4.1).
         memory: &[Part::Nav, Part::Nodes],
+        node_cache: CacheRank::Indegree,
         page_search: false,
         pipeline: false,
         two_stage: false,
@@ -104,6 +113,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
+        node_cache: CacheRank::Bfs,
         page_search: false,
         pipeline: false,
         two_stage: false,
@@ -120,6 +130,12 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::Bnf,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
+        // The cache of the records its searches expand most, counted over
+        // sample queries started at the navigation graph (OctopusANN §4.1's
+        // visit-frequency cache): a breadth-first cache from the medoid
+        // holds the approach a navigation graph skips, and cost C5 3% more
+        // reads than starling (BENCHMARKS.md, issue #22).
+        node_cache: CacheRank::Visits,
         page_search: true,
         pipeline: true,
         two_stage: false,
@@ -130,7 +146,9 @@ pub const PROFILES: &[Profile] = &[
         // pays for, 0.73-0.84x starling's QPS, where AlayaLaser's doubling
         // (1, 2, 4, .. W a hop) gave 1.01-1.03x.
         width: WidthPolicy::Double,
-        nav_sample: 0.01,
+        // OctopusANN samples 0.1% of the vectors (§5.1); 0.2% keeps a few
+        // hundred starts at 10^5 vectors and leaves the rest to the cache.
+        nav_sample: 0.002,
     },
     Profile {
         name: "tiered",
@@ -140,6 +158,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: Some(LayoutKind::Csr),
         memory: &[Part::Nav, Part::Nodes],
+        node_cache: CacheRank::Bfs,
         page_search: false,
         pipeline: false,
         two_stage: false,
@@ -155,6 +174,7 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: Some(LayoutKind::Ivf),
         memory: &[],
+        node_cache: CacheRank::Bfs,
         page_search: false,
         pipeline: false,
         two_stage: false,

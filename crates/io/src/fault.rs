@@ -105,6 +105,9 @@ impl<R: BlockReader> BlockReader for FaultyReader<R> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
+    fn set_poll(&mut self, poll: std::time::Duration) {
+        self.inner.set_poll(poll)
+    }
 }
 
 /// Lets wrappers such as [`FaultyReader`] take what [`crate::open_reader`]
@@ -136,6 +139,9 @@ impl<R: BlockReader + ?Sized> BlockReader for Box<R> {
     }
     fn counters(&self) -> IoCounters {
         (**self).counters()
+    }
+    fn set_poll(&mut self, poll: std::time::Duration) {
+        (**self).set_poll(poll)
     }
     fn name(&self) -> &'static str {
         (**self).name()

@@ -87,4 +87,9 @@ pub trait BlockReader: Send {
     fn counters(&self) -> IoCounters;
     /// Short name for reports: "io_uring+direct", "pread+direct", "pread+buffered", "ram".
     fn name(&self) -> &'static str;
+    /// How long a blocking [`reap`](Self::reap) polls for completions before
+    /// it sleeps in the kernel (zero: it sleeps at once). Polling trades a
+    /// core's idle time for the wake-up a sleeping thread pays on every
+    /// completion; backends whose reads complete in `push` ignore it.
+    fn set_poll(&mut self, _poll: std::time::Duration) {}
 }

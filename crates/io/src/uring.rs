@@ -37,6 +37,8 @@ pub struct UringReader {
     registration_error: Option<String>,
     /// Pushed since the last submit (the count `submit` reports).
     queued: usize,
+    /// How long a blocking reap polls before it sleeps (`set_poll`).
+    poll: std::time::Duration,
     /// CQEs copied out of the ring before processing, since processing may
     /// push resubmissions into the (borrowed) ring.
     cqes: Vec<(u64, i32)>,
@@ -184,6 +186,7 @@ impl UringReader {
             registered,
             registration_error,
             queued: 0,
+            poll: std::time::Duration::ZERO,
             cqes: Vec::with_capacity(entries as usize * 2),
             name,
         })
@@ -210,6 +213,37 @@ impl UringReader {
                 }
                 Err(e) => return Err(self.ring_error(e)),
             }
+        }
+    }
+
+    /// Polls the CQ for up to `self.poll` until `need` more completions
+    /// are out; true when they are. Under COOP_TASKRUN a completion is
+    /// posted only when this thread enters the kernel, so the poll enters
+    /// (without waiting) whenever the TASKRUN flag says one is pending: a
+    /// cheap syscall instead of a sleep and a wake-up. Stops early when a
+    /// completion had to be resubmitted, which the caller's loop submits.
+    fn poll_for(
+        &mut self,
+        need: usize,
+        out: &mut Vec<Completion>,
+        got: &mut usize,
+    ) -> Result<bool, IoError> {
+        let start = std::time::Instant::now();
+        let mut have = 0;
+        loop {
+            if self.ring.submission().taskrun() {
+                self.enter(0)?;
+            }
+            let (n, requeued) = self.drain(out)?;
+            have += n;
+            *got += n;
+            if have >= need {
+                return Ok(true);
+            }
+            if requeued > 0 || start.elapsed() >= self.poll {
+                return Ok(false);
+            }
+            std::hint::spin_loop();
         }
     }
 
@@ -362,6 +396,13 @@ impl BlockReader for UringReader {
             if need == 0 && (flushed || !(unsubmitted || taskrun)) {
                 break;
             }
+            if need > 0
+                && !unsubmitted
+                && !self.poll.is_zero()
+                && self.poll_for(need, out, &mut got)?
+            {
+                break;
+            }
             // Each completion needs at least one CQE, so waiting for `need`
             // never waits for more than the caller asked.
             self.enter(need)?;
@@ -390,6 +431,9 @@ impl BlockReader for UringReader {
     }
     fn name(&self) -> &'static str {
         self.name
+    }
+    fn set_poll(&mut self, poll: std::time::Duration) {
+        self.poll = poll;
     }
 }
 

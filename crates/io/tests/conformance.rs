@@ -305,6 +305,21 @@ fn random_batches_every_backend() {
     }
 }
 
+/// Polling for completions (`set_poll`) changes when a reap returns, never
+/// what it returns: every backend passes the same random batches with a
+/// poll shorter and longer than a read.
+#[test]
+fn random_batches_every_backend_while_polling() {
+    let dir = temp_dir();
+    let path = write_file(dir.path(), "pages.bin", FILE_LEN, 0);
+    for (poll_us, seed) in [(1u64, 7u64), (5_000, 11)] {
+        for (i, mut r) in backends(&path, SLOTS, SLOT_BYTES).into_iter().enumerate() {
+            r.set_poll(std::time::Duration::from_micros(poll_us));
+            random_batches(r.as_mut(), FILE_LEN, 0, seed + i as u64);
+        }
+    }
+}
+
 #[test]
 fn eof_short_count_and_past_end_error() {
     let dir = temp_dir();

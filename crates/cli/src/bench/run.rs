@@ -95,6 +95,12 @@ pub fn build_or_reuse(
                 .iter()
                 .flat_map(|s| ["--store".to_string(), s.to_string()]),
         )
+        .args(
+            params
+                .node_cache_rank
+                .iter()
+                .flat_map(|r| ["--node-cache-rank".to_string(), r.to_string()]),
+        )
         .status()
         .context("start the build child")?;
     if !status.success() {
@@ -143,6 +149,8 @@ pub struct Sweep<'a> {
     pub min_pass_s: f64,
     /// The I/O backend the index is read through.
     pub io: stratavec_io::Backend,
+    /// Microseconds a worker polls for a completion before it sleeps.
+    pub poll_us: u32,
 }
 
 /// One system opened and warmed, ready to be timed at any L.
@@ -188,6 +196,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         in_flight,
         adaptive_beam: s.adaptive_beam,
         dispatch_ratio: s.dispatch_ratio,
+        poll_us: s.poll_us,
         ..io
     };
     index.search_batch(s.queries, index.dim(), &warm)?;
@@ -293,7 +302,7 @@ impl Opened<'_> {
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
-            "rerank_factor": self.warm.rerank_factor,
+            "rerank_factor": self.warm.rerank_factor, "poll_us": self.warm.poll_us,
             "pipelined": s.pipelined, "width": s.width.as_str(), "tier": s.io.to_string(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,

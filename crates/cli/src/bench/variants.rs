@@ -9,6 +9,7 @@ use stratavec::data::DType;
 use stratavec::layout::ivf_assign::Grouping;
 use stratavec::layout::shuffle::Shuffle;
 use stratavec::layout::LayoutKind;
+use stratavec::memory::cache_rank::CacheRank;
 use stratavec::search::WidthPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +58,11 @@ pub struct Variant {
     pub ivf_grouping: Grouping,
     /// ivf profile: PQ codes and members in RAM (IVF-PQ with refinement).
     pub ivf_codes: bool,
+    /// The node cache's order when not the profile's (`--node-cache-rank`).
+    pub node_rank: Option<CacheRank>,
+    /// Microseconds a worker polls for a completion before it sleeps, when
+    /// not the bench's --poll-us.
+    pub poll_us: Option<u32>,
 }
 
 const BASE: Variant = Variant {
@@ -83,6 +89,8 @@ const BASE: Variant = Variant {
     ivf_replicas: 1,
     ivf_grouping: Grouping::Frequency,
     ivf_codes: false,
+    node_rank: None,
+    poll_us: None,
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
@@ -130,6 +138,10 @@ const PIPEANN: Variant = Variant {
     ..BASE
 };
 
+/// The poll of the `-poll` variants: longer than one read takes, so a
+/// query alone on the device never sleeps.
+const POLL_US: u32 = 1000;
+
 /// OctopusANN's C5 as its profile builds it: navigation graph, BNF blocks,
 /// block search (with Starling's I/O–compute overlap) and dynamic width.
 const OCTOPUS: Variant = Variant {
@@ -139,7 +151,7 @@ const OCTOPUS: Variant = Variant {
     profile: "octopus",
     shuffle: Shuffle::Bnf,
     nav: true,
-    nav_share: 0.01,
+    nav_share: 0.002,
     page_search: true,
     pipeline: true,
     width: WidthPolicy::Double,
@@ -340,6 +352,39 @@ pub const ALL: &[Variant] = &[
         ..OCTOPUS
     },
     Variant {
+        name: "diskann-poll",
+        about: "diskann with its workers polling for completions instead of sleeping",
+        poll_us: Some(POLL_US),
+        ..BASE
+    },
+    Variant {
+        name: "pipeann-poll",
+        about: "pipeann with its workers polling for completions instead of sleeping",
+        poll_us: Some(POLL_US),
+        ..PIPEANN
+    },
+    Variant {
+        name: "octopus-navcache",
+        about: "octopus (C5) with its node cache nearest the navigation graph's nodes, where its \
+                searches start, instead of breadth-first from the medoid",
+        node_rank: Some(CacheRank::Nav),
+        ..OCTOPUS
+    },
+    Variant {
+        name: "octopus-bfs",
+        about: "octopus (C5) with DiskANN's node cache, breadth-first from the medoid, instead \
+                of the visit-frequency one",
+        node_rank: Some(CacheRank::Bfs),
+        ..OCTOPUS
+    },
+    Variant {
+        name: "pipeann-visits",
+        about: "pipeann with a visit-frequency node cache (nodes most expanded by sample \
+                queries started at the navigation graph)",
+        node_rank: Some(CacheRank::Visits),
+        ..PIPEANN
+    },
+    Variant {
         name: "octopus-adaptive",
         about: "octopus (C5) with the waste-driven width instead of the doubling one",
         width: WidthPolicy::Adaptive,
@@ -455,8 +500,11 @@ impl Variant {
             String::new()
         };
         let page = self.page_size.map_or(String::new(), |p| format!("-p{p}"));
+        let rank = self
+            .node_rank
+            .map_or(String::new(), |k| format!("-cache{k}"));
         format!(
-            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{ivf}{page}",
+            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{ivf}{page}{rank}",
             self.profile
         )
     }

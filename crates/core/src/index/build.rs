@@ -104,6 +104,12 @@ pub struct BuildParams {
     /// whose memory plan has one; `memory::cache_rank`).
     #[serde(default)]
     pub cache_rank: CacheRank,
+    /// Order in which the node cache holds whole records, when not the
+    /// profile's (`Profile::node_cache`): `bfs` leaves it to the open
+    /// (breadth-first from the medoid), any other rank is computed here and
+    /// written as `order.bin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cache_rank: Option<CacheRank>,
     /// Element type of the vectors stored on disk when it differs from the
     /// data's: `f16` (from float data) halves the record's vector bytes, so
     /// a block holds more records and the node cache more nodes, at a
@@ -199,6 +205,10 @@ impl BuildParams {
             shuffle: parts.shuffle,
             nav_sample: parts.nav_sample,
             layout: parts.layout,
+            // Recorded in the manifest when the profile ranks its cache at
+            // build, so an index built before the profile did is not reused
+            // as if it held the order.
+            node_cache_rank: Some(parts.node_cache).filter(|&r| r != CacheRank::Bfs),
             ..Default::default()
         }
     }
@@ -289,6 +299,7 @@ impl Default for BuildParams {
             nav_sample: 0.0,
             nav_degree: 32,
             cache_rank: CacheRank::Nav,
+            node_cache_rank: None,
             layout: None,
             replicas: None,
             memory_budget: None,
@@ -405,6 +416,14 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
                 "metric",
                 "l2 or cosine for the laser layout (its codes estimate Euclidean distances)",
                 &p.metric,
+            );
+        }
+        if p.node_cache_rank == Some(CacheRank::Visits) {
+            return arg(
+                "node_cache_rank",
+                "bfs, nav or indegree for the laser layout (visits runs sample queries on PQ \
+                 codes, which it does not keep)",
+                &CacheRank::Visits,
             );
         }
     }
@@ -842,12 +861,8 @@ pub fn build_index_with_ids(
         let path = staging.dir.join(RECORD_CODES_FILE);
         write_file(&path, |w| rc.write(w))?;
         extra_files.push(RECORD_CODES_FILE);
-        // The in-degree cache's order (§3.3) and the cluster entries (§4.1).
-        let path = staging.dir.join(ORDER_FILE);
-        write_file(&path, |w| {
-            cache_order::write(w, &cache_order::by_indegree(&graph.lists))
-        })?;
-        extra_files.push(ORDER_FILE);
+        // The cluster entries (§4.1); the in-degree cache's order (§3.3) is
+        // the profile's node cache rank, written below.
         checkpoint(progress, dir, "entry")?;
         let t = Instant::now();
         progress.stage("entry clusters", 0);
@@ -939,6 +954,7 @@ pub fn build_index_with_ids(
     };
     drop(w);
     let mut nav_graph = None;
+    let mut nav_kept = false;
     if params.nav_sample > 0.0 {
         checkpoint(progress, dir, "nav")?;
         let t = Instant::now();
@@ -1001,6 +1017,39 @@ pub fn build_index_with_ids(
         progress.finish();
         nested += stage("nav", t, 0.0);
         nav_graph = Some(nav);
+        nav_kept = keep;
+    }
+    // The node cache's order where the build ranks it (laser: by in-degree,
+    // AlayaLaser §3.3; octopus: by the navigation graph, so the records a
+    // search starts from are the ones held, OctopusANN §4.1); `bfs` is left
+    // to the open, which fills the cache breadth-first from the medoid
+    // (DiskANN).
+    let node_rank = params.node_cache_rank.unwrap_or(profile.node_cache);
+    let rank_nav = nav_graph.as_ref().filter(|_| nav_kept);
+    let ranked = match node_rank {
+        CacheRank::Bfs => false,
+        CacheRank::Nav => rank_nav.is_some(),
+        CacheRank::Indegree | CacheRank::Visits => true,
+    };
+    if ranked && profile.memory.contains(&Part::Nodes) {
+        checkpoint(progress, dir, "rank")?;
+        let t = Instant::now();
+        progress.stage("rank node cache", 0);
+        let input = cache_rank::RankInput {
+            lists: &graph.lists,
+            medoid: graph.medoid,
+            data: &f32_data,
+            dim,
+            nav: rank_nav,
+            pq: pq.as_ref().map(|p| &p.1 as &dyn crate::quant::Quantizer),
+            seed: params.seed,
+        };
+        let order = pool.install(|| cache_rank::rank(node_rank, &input));
+        let path = staging.dir.join(ORDER_FILE);
+        write_file(&path, |w| cache_order::write(w, &order))?;
+        extra_files.push(ORDER_FILE);
+        progress.finish();
+        nested += stage("rank", t, 0.0);
     }
     // The adjacency lists apart, in the order the graph cache takes them
     // (Gorgeous §4.1), for profiles whose memory plan holds them.
@@ -1014,7 +1063,7 @@ pub fn build_index_with_ids(
             data: &f32_data,
             dim,
             nav: nav_graph.as_ref(),
-            pq: pq_of(),
+            pq: Some(pq_of()),
             seed: params.seed,
         };
         let order = pool.install(|| cache_rank::rank(params.cache_rank, &input));

@@ -687,7 +687,9 @@ impl Index {
         let ctx = self.context(params);
         let mut readers = Vec::with_capacity(threads);
         for _ in 0..threads {
-            readers.push(self.take_reader(slots)?);
+            let mut reader = self.take_reader(slots)?;
+            reader.set_poll(std::time::Duration::from_micros(params.poll_us.into()));
+            readers.push(reader);
         }
         let shape = BatchShape {
             queries,

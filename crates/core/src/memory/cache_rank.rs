@@ -69,7 +69,9 @@ pub struct RankInput<'a> {
     pub data: &'a [f32],
     pub dim: usize,
     pub nav: Option<&'a NavGraph>,
-    pub pq: &'a dyn Quantizer,
+    /// The PQ codes `visits` runs its sample queries on (laser keeps none
+    /// and is refused `visits` when its parameters are checked).
+    pub pq: Option<&'a dyn Quantizer>,
     pub seed: u64,
 }
 
@@ -89,6 +91,8 @@ pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
 /// Sample queries' search stages in RAM, nodes by times expanded.
 fn by_visits(r: &RankInput) -> Vec<u32> {
     let n = r.lists.len();
+    let pq =
+        r.pq.expect("visits ranks with PQ codes (refused without them)");
     let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, (n / 100).max(1000).min(n));
     let counts: Vec<u32> = queries
         .par_iter()
@@ -101,7 +105,7 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
                     Some(nav) => nav.starts(q, NAV_COMPLEXITY, &mut starts),
                     None => starts.push(r.medoid),
                 }
-                search_stage(r.lists, r.pq, q, &starts, VISITS_COMPLEXITY, |v| {
+                search_stage(r.lists, pq, q, &starts, VISITS_COMPLEXITY, |v| {
                     c[v as usize] += 1
                 });
                 c
@@ -202,7 +206,7 @@ mod tests {
             data: &data,
             dim,
             nav: Some(&nav),
-            pq: &pq,
+            pq: Some(&pq),
             seed: 1,
         };
         for r in [
@@ -239,7 +243,7 @@ mod tests {
             data: &data,
             dim,
             nav: Some(&nav),
-            pq: &pq,
+            pq: Some(&pq),
             seed: 1,
         };
         let order = rank(CacheRank::Nav, &input);

@@ -106,7 +106,18 @@ pub struct SearchParams {
     /// must arrive before the next round goes out; 1 waits for all.
     #[serde(default = "default_dispatch_ratio")]
     pub dispatch_ratio: f32,
+    /// Microseconds a worker polls for a read's completion before it sleeps
+    /// in the kernel (io_uring; 0 sleeps at once). A sleeping thread pays a
+    /// wake-up on every completion it waits for, which a query alone on
+    /// the device (1 thread x 1 query) waits for on every read; polling
+    /// spends the idle core instead. PipeANN polls its completions.
+    #[serde(default)]
+    pub poll_us: u32,
 }
+
+/// The longest completion poll a search may ask for: a read takes ~100 µs
+/// on an NVMe disk, so a longer poll only burns a core when one is lost.
+pub const MAX_POLL_US: u32 = 10_000;
 
 fn default_true() -> bool {
     true
@@ -162,6 +173,7 @@ impl Default for SearchParams {
             pipelined: false,
             width: WidthPolicy::Fixed,
             rerank_factor: default_rerank_factor(),
+            poll_us: 0,
         }
     }
 }
@@ -189,6 +201,13 @@ impl SearchParams {
             if !(self.range_phi > 0.0 && self.range_phi <= 1.0) {
                 return Err(Error::argument("range_phi", "in (0, 1]", self.range_phi));
             }
+        }
+        if self.poll_us > MAX_POLL_US {
+            return Err(Error::argument(
+                "poll_us",
+                format!("0..={MAX_POLL_US} microseconds"),
+                self.poll_us,
+            ));
         }
         if self.beam_width == 0 || self.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", self.beam_width));
