@@ -5,16 +5,19 @@
 #      (`bench --latency`; the peers make one single-query call at a time):
 #      diskann (W = 4 beam search), starling, pipeann, octopus, the
 #      pipelined search over octopus's blocks (pipeann-blocks), gorgeous and
-#      gorgeous with pipelined refinement (gorgeous-pipe), DiskANN C++
-#      (diskannpy) and hnswlib; 3 rounds;
+#      gorgeous with pipelined refinement (gorgeous-pipe), pipeann with a
+#      visit-frequency node cache (pipeann-visits), diskann and pipeann
+#      polling for completions instead of sleeping (diskann-poll,
+#      pipeann-poll), DiskANN C++ (diskannpy) and hnswlib; 3 rounds;
 #   2. OctopusANN's ablation (Table 1 / Figures 15-16) at 2 threads,
 #      throughput mode, 20% budget: each technique alone on the PQ baseline
 #      (starling-nav = MemGraph, starling-shuffle = PageShuffle,
 #      starling-page = PageSearch, octopus-width = DynamicWidth,
 #      octopus-pipe = Pipeline) and C1-C5 (starling, octopus-c2,
-#      starling-all, pipeann, octopus), on wordnet-minilm, with gorgeous
-#      and gorgeous-pipe beside them (what pipelined refinement costs under
-#      load);
+#      starling-all, pipeann, octopus), on wordnet-minilm, with C5 on
+#      DiskANN's breadth-first node cache (octopus-bfs: what its
+#      visit-frequency cache adds), gorgeous and gorgeous-pipe beside them
+#      (what pipelined refinement costs under load);
 #   3. the same on its 96-d PCA (benchmarks/datasets/pca.py);
 #   4. the thread x in-flight grid between latency and throughput mode:
 #      diskann and pipeann at 1 and 2 threads x 1, 4, 16 queries in flight;
@@ -41,11 +44,12 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 # L steps by 5 where recall@10 crosses 0.90-0.95 (L 20-45 here), so the
 # first point reaching a target is close to where each system crosses it.
 sweep=${PIPEANN_SWEEP:-20,25,30,35,40,45,50,60,80,100,150}
-ablation=diskann,starling-nav,starling-shuffle,starling-page,octopus-width,octopus-pipe,starling,octopus-c2,starling-all,pipeann,octopus
+ablation=diskann,starling-nav,starling-shuffle,starling-page,octopus-width,octopus-pipe,starling,octopus-c2,starling-all,pipeann,octopus,octopus-bfs
 
 if has 1; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
-    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
+    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe,pipeann-visits,diskann-poll,pipeann-poll \
+    --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
     --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0
 fi

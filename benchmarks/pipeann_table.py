@@ -128,7 +128,10 @@ def targets(results, target=0.95):
         if not values:
             out.append(f"| {what} | not measured | |")
             return
-        verdict = "met" if ok(statistics.median(values)) else "not met"
+        if ok is None:
+            verdict = "(not a target)"
+        else:
+            verdict = "met" if ok(statistics.median(values)) else "not met"
         out.append(f"| {what} | {spread_cell(values)} (median, range over rounds) | {verdict} |")
 
     lat = os.path.join(results, "pipeann-latency-384.jsonl")
@@ -142,8 +145,8 @@ def targets(results, target=0.95):
             row("the same, both polling for completions (pipeann-poll vs diskann-poll)",
                 p50_ratios(per["stratavec-pipeann-poll"], per["stratavec-diskann-poll"], target),
                 lambda v: v <= 0.75)
-            row("pipeann-poll vs diskann sleeping (what polling adds)",
-                p50_ratios(per["stratavec-pipeann-poll"], disk, target), lambda v: v <= 0.75)
+            row("pipeann-poll vs diskann sleeping (what polling adds; unequal waiting)",
+                p50_ratios(per["stratavec-pipeann-poll"], disk, target), None)
         # The best pipelined composition, from either latency run (each
         # compared with the diskann and hnswlib of its own run).
         best = None

@@ -120,7 +120,7 @@ pub const PROFILES: &[Profile] = &[
         pipelined: true,
         width: WidthPolicy::Adaptive,
         // PipeANN enters through an in-memory graph over a sample (its
-        // `mem_L` search); the planner keeps it only if it saves reads.
+        // `mem_L` search).
         nav_sample: 0.01,
     },
     Profile {

@@ -371,6 +371,12 @@ pub const ALL: &[Variant] = &[
         ..OCTOPUS
     },
     Variant {
+        name: "octopus-fixed",
+        about: "octopus (C5) with every hop W reads wide from the first (no dynamic width)",
+        width: WidthPolicy::Fixed,
+        ..OCTOPUS
+    },
+    Variant {
         name: "octopus-bfs",
         about: "octopus (C5) with DiskANN's node cache, breadth-first from the medoid, instead \
                 of the visit-frequency one",
@@ -556,7 +562,12 @@ mod tests {
             assert_eq!(name("diskann"), name(ablation));
         }
         assert_eq!(name("gorgeous"), name("gorgeous-pipe"));
-        for same in ["pipeann-blocks", "octopus-schedule", "octopus-adaptive"] {
+        for same in [
+            "pipeann-blocks",
+            "octopus-schedule",
+            "octopus-adaptive",
+            "octopus-fixed",
+        ] {
             assert_eq!(name("octopus"), name(same));
         }
         assert_ne!(name("pipeann"), name("starling-nav"));

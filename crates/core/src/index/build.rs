@@ -1020,10 +1020,25 @@ pub fn build_index_with_ids(
         nav_kept = keep;
     }
     // The node cache's order where the build ranks it (laser: by in-degree,
-    // AlayaLaser §3.3; octopus: by the navigation graph, so the records a
-    // search starts from are the ones held, OctopusANN §4.1); `bfs` is left
-    // to the open, which fills the cache breadth-first from the medoid
-    // (DiskANN).
+    // AlayaLaser §3.3; octopus: by how often sample queries started at the
+    // navigation graph expand each node, OctopusANN §4.1's visit-frequency
+    // cache); `bfs` is left to the open, which fills the cache
+    // breadth-first from the medoid (DiskANN).
+    // Every node, best first by `rank` (`memory::cache_rank`).
+    let rank_nodes = |rank: CacheRank,
+                      nav: Option<&crate::entry::NavGraph>,
+                      pq: Option<&dyn crate::quant::Quantizer>| {
+        let input = cache_rank::RankInput {
+            lists: &graph.lists,
+            medoid: graph.medoid,
+            data: &f32_data,
+            dim,
+            nav,
+            pq,
+            seed: params.seed,
+        };
+        pool.install(|| cache_rank::rank(rank, &input))
+    };
     let node_rank = params.node_cache_rank.unwrap_or(profile.node_cache);
     let rank_nav = nav_graph.as_ref().filter(|_| nav_kept);
     let ranked = match node_rank {
@@ -1035,16 +1050,8 @@ pub fn build_index_with_ids(
         checkpoint(progress, dir, "rank")?;
         let t = Instant::now();
         progress.stage("rank node cache", 0);
-        let input = cache_rank::RankInput {
-            lists: &graph.lists,
-            medoid: graph.medoid,
-            data: &f32_data,
-            dim,
-            nav: rank_nav,
-            pq: pq.as_ref().map(|p| &p.1 as &dyn crate::quant::Quantizer),
-            seed: params.seed,
-        };
-        let order = pool.install(|| cache_rank::rank(node_rank, &input));
+        let pq = pq.as_ref().map(|p| &p.1 as &dyn crate::quant::Quantizer);
+        let order = rank_nodes(node_rank, rank_nav, pq);
         let path = staging.dir.join(ORDER_FILE);
         write_file(&path, |w| cache_order::write(w, &order))?;
         extra_files.push(ORDER_FILE);
@@ -1057,16 +1064,7 @@ pub fn build_index_with_ids(
         checkpoint(progress, dir, "rank")?;
         let t = Instant::now();
         progress.stage("rank graph cache", 0);
-        let input = cache_rank::RankInput {
-            lists: &graph.lists,
-            medoid: graph.medoid,
-            data: &f32_data,
-            dim,
-            nav: nav_graph.as_ref(),
-            pq: Some(pq_of()),
-            seed: params.seed,
-        };
-        let order = pool.install(|| cache_rank::rank(params.cache_rank, &input));
+        let order = rank_nodes(params.cache_rank, nav_graph.as_ref(), Some(pq_of()));
         let path = staging.dir.join(GRAPH_FILE);
         write_file(&path, |w| adjacency_cache::write(w, &order, &graph.lists))?;
         extra_files.push(GRAPH_FILE);
