@@ -272,7 +272,7 @@ def build_index(
     node_cache_rank : {"bfs", "nav", "indegree", "visits"}, optional
         Order in which the node cache holds whole records, by the same rules
         (``"bfs"`` is filled at open from the medoid). Default: the
-        profile's (``"indegree"`` for laser, ``"nav"`` for octopus, else
+        profile's (``"indegree"`` for laser, ``"visits"`` for octopus, else
         ``"bfs"``).
 
     code_dim : int, optional

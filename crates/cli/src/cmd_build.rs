@@ -113,7 +113,7 @@ pub struct Args {
     /// medoid, filled at open), nav (nearest the navigation graph's nodes,
     /// where searches start), indegree (most linked first) or visits (most
     /// expanded by sample queries). Default: the profile's (indegree for
-    /// laser, nav for octopus, else bfs).
+    /// laser, visits for octopus, else bfs).
     #[arg(long)]
     node_cache_rank: Option<stratavec::memory::cache_rank::CacheRank>,
     /// Element type of the vectors stored on disk: f16 halves their bytes
