@@ -11,7 +11,7 @@ use common::*;
 use stratavec::data::Metric;
 use stratavec::layout::ivf_assign::Grouping;
 use stratavec::layout::LayoutKind;
-use stratavec::{Backend, BuildParams, Index, OpenOptions, SearchParams};
+use stratavec::{Backend, BuildParams, Index, SearchParams};
 
 const N: usize = 3000;
 const NQ: usize = 40;
@@ -57,14 +57,7 @@ fn probing_every_cluster_is_exact_and_grouping_cuts_small_reads() {
             Backend::Mmap,
             "simulated:300".parse().unwrap(),
         ] {
-            let index = Index::open(
-                &dir,
-                &OpenOptions {
-                    io,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let index = open_with_io(&dir, io);
             assert_eq!(index.profile.name, "ivf");
             let all = probe(&index, &queries, 30);
             assert_eq!(recall_of(&all, &gt, 10), 1.0, "r{replicas} {grouping} {io}");

@@ -154,14 +154,7 @@ fn polling_for_completions_changes_no_answer() {
     let (_, _, queries) = indexes();
     let dir = indexes().0.path().join(CacheRank::Bfs.to_string());
     for io in [Backend::Auto, Backend::Pread, Backend::Ram] {
-        let index = Index::open(
-            &dir,
-            &OpenOptions {
-                io,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let index = open_with_io(&dir, io);
         for in_flight in [1, 8] {
             let base = SearchParams {
                 in_flight,

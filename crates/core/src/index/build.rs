@@ -1019,11 +1019,6 @@ pub fn build_index_with_ids(
         nav_graph = Some(nav);
         nav_kept = keep;
     }
-    // The node cache's order where the build ranks it (laser: by in-degree,
-    // AlayaLaser §3.3; octopus: by how often sample queries started at the
-    // navigation graph expand each node, OctopusANN §4.1's visit-frequency
-    // cache); `bfs` is left to the open, which fills the cache
-    // breadth-first from the medoid (DiskANN).
     // Every node, best first by `rank` (`memory::cache_rank`).
     let rank_nodes = |rank: CacheRank,
                       nav: Option<&crate::entry::NavGraph>,
@@ -1039,6 +1034,11 @@ pub fn build_index_with_ids(
         };
         pool.install(|| cache_rank::rank(rank, &input))
     };
+    // The node cache's order where the build ranks it (laser: by in-degree,
+    // AlayaLaser §3.3; octopus: by how often sample queries started at the
+    // navigation graph expand each node, OctopusANN §4.1's visit-frequency
+    // cache); `bfs` is left to the open, which fills the cache
+    // breadth-first from the medoid (DiskANN).
     let node_rank = params.node_cache_rank.unwrap_or(profile.node_cache);
     let rank_nav = nav_graph.as_ref().filter(|_| nav_kept);
     let ranked = match node_rank {

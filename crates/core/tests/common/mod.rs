@@ -145,6 +145,15 @@ pub fn private_copy() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
+/// The index at `dir` read through backend `io`, no budget.
+pub fn open_with_io(dir: &Path, io: stratavec::Backend) -> Index {
+    let opts = OpenOptions {
+        io,
+        ..Default::default()
+    };
+    Index::open(dir, &opts).unwrap_or_else(|e| panic!("open {} via {io}: {e}", dir.display()))
+}
+
 pub fn open(dir: &Path) -> Index {
     Index::open(dir, &OpenOptions::default())
         .unwrap_or_else(|e| panic!("open {} failed: {e}", dir.display()))
