@@ -122,8 +122,9 @@ pub struct Args {
     #[arg(long)]
     store: Option<stratavec::data::DType>,
     /// Laser profile: principal (PCA) dimensions the neighbour codes in
-    /// each record cover, a multiple of 8 (AlayaLaser §3.2). Default: 128
-    /// for 256 dimensions or more, else half the dimension.
+    /// each record cover, a multiple of 8 (AlayaLaser §3.2). Default: as
+    /// many as the page holds, the page being the smallest that holds codes
+    /// over two thirds of the dimensions (`build_report.json` says which).
     #[arg(long)]
     code_dim: Option<usize>,
     /// Laser profile: k-means clusters whose nearest vectors are the
