@@ -21,6 +21,18 @@ pub trait EntryPoints: Send + Sync {
         self.starts(query, complexity, &mut ids);
         out.extend(ids.into_iter().map(|id| (id, f32::NEG_INFINITY)));
     }
+    /// [`EntryPoints::starts_near`] for a group of queries (row-major, all
+    /// the same width), appending query `i`'s starts to `outs[i]`: a part
+    /// that scans a matrix per query scans it once for the group.
+    fn starts_near_many(&self, queries: &[f32], complexity: usize, outs: &mut [Vec<(u32, f32)>]) {
+        if outs.is_empty() || queries.is_empty() {
+            return;
+        }
+        let dim = queries.len() / outs.len();
+        for (q, out) in queries.chunks_exact(dim).zip(outs.iter_mut()) {
+            self.starts_near(q, complexity, out);
+        }
+    }
     /// Bytes held in RAM.
     fn resident_bytes(&self) -> usize {
         0

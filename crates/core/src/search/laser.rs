@@ -65,10 +65,20 @@ pub struct LaserSearch {
     starts: Vec<(u32, f32)>,
 }
 
+/// What a query's group computed for all its queries at once
+/// ([`Strategy::start_group`]): this query's row of the codes' map
+/// (`RecordScorer::map_many`) and its entry starts
+/// (`EntryPoints::starts_near_many`).
+#[derive(Clone, Copy)]
+struct Grouped<'a> {
+    image: &'a [f32],
+    starts: &'a [(u32, f32)],
+}
+
 impl LaserSearch {
-    /// `image`: the query's row of the group's `map_many`, or `None` to
-    /// map it alone.
-    fn new(ctx: &SearchContext, query: PreparedQuery, p: &Laser, image: Option<&[f32]>) -> Self {
+    /// `group`: what the query's group computed for it, or `None` to map
+    /// it and find its starts alone.
+    fn new(ctx: &SearchContext, query: PreparedQuery, p: &Laser, group: Option<Grouped>) -> Self {
         let mut s = LaserSearch {
             query,
             table: RecordTable::default(),
@@ -85,7 +95,7 @@ impl LaserSearch {
             estimates: Vec::new(),
             starts: Vec::new(),
         };
-        s.start(ctx, image);
+        s.start(ctx, group);
         s
     }
 
@@ -94,7 +104,7 @@ impl LaserSearch {
         ctx: &SearchContext,
         query: PreparedQuery,
         p: &Laser,
-        image: Option<&[f32]>,
+        group: Option<Grouped>,
     ) -> Self {
         self.query = query;
         self.list.reset(p.complexity);
@@ -108,22 +118,27 @@ impl LaserSearch {
         self.arrived = 0;
         self.in_flight.clear();
         self.exhausted = false;
-        self.start(ctx, image);
+        self.start(ctx, group);
         self
     }
 
     /// The query's tables, and its entry points in the list at the
     /// distances the entry part knows (exact for cluster entries).
-    fn start(&mut self, ctx: &SearchContext, image: Option<&[f32]>) {
+    fn start(&mut self, ctx: &SearchContext, group: Option<Grouped>) {
         let codes = ctx.record_codes.expect("a laser index has record codes");
         let t = Instant::now();
-        match image {
-            Some(image) => codes.prepare_mapped(&self.query.f32, image, &mut self.table),
-            None => codes.prepare(&self.query.f32, &mut self.table),
-        }
         self.starts.clear();
-        ctx.entry
-            .starts_near(&self.query.f32, ctx.entry_complexity, &mut self.starts);
+        match group {
+            Some(g) => {
+                codes.prepare_mapped(&self.query.f32, g.image, &mut self.table);
+                self.starts.extend_from_slice(g.starts);
+            }
+            None => {
+                codes.prepare(&self.query.f32, &mut self.table);
+                ctx.entry
+                    .starts_near(&self.query.f32, ctx.entry_complexity, &mut self.starts);
+            }
+        }
         for &(id, d) in &self.starts {
             if self.visited.insert(id) {
                 self.list.insert(id, d);
@@ -307,11 +322,11 @@ impl Laser {
         ctx: &SearchContext,
         query: PreparedQuery,
         reuse: Option<LaserState>,
-        image: Option<&[f32]>,
+        group: Option<Grouped>,
     ) -> LaserState {
         let search = match reuse {
-            Some(old) => old.search.recycle(ctx, query, self, image),
-            None => LaserSearch::new(ctx, query, self, image),
+            Some(old) => old.search.recycle(ctx, query, self, group),
+            None => LaserSearch::new(ctx, query, self, group),
         };
         LaserState {
             search,
@@ -336,9 +351,10 @@ impl Strategy for Laser {
         QUERY_GROUP
     }
 
-    /// Maps the group's queries through the codes' matrix at once, then
-    /// starts each from its image (tables equal to `start`'s, bit for
-    /// bit); each query's stats carry its share of the group's mapping.
+    /// Maps the group's queries through the codes' matrix and scans the
+    /// entry points for all of them at once, then starts each from its
+    /// image and starts (tables and starts equal to `start`'s, bit for
+    /// bit); each query's stats carry its share of the group's work.
     fn start_group(
         &self,
         ctx: &SearchContext,
@@ -351,11 +367,19 @@ impl Strategy for Laser {
         let flat: Vec<f32> = queries.iter().flat_map(|q| q.f32.iter().copied()).collect();
         let mut images = Vec::new();
         codes.map_many(&flat, &mut images);
+        let mut starts = vec![Vec::new(); queries.len()];
+        ctx.entry
+            .starts_near_many(&flat, ctx.entry_complexity, &mut starts);
         let share = t.elapsed().as_nanos() as u64 / queries.len().max(1) as u64;
         let cd = codes.code_dim();
-        for (q, image) in queries.into_iter().zip(images.chunks_exact(cd)) {
+        for ((q, image), starts) in queries
+            .into_iter()
+            .zip(images.chunks_exact(cd))
+            .zip(&starts)
+        {
             let r = reuse.pop();
-            let mut state = self.start_mapped(ctx, q, r, Some(image));
+            let group = Grouped { image, starts };
+            let mut state = self.start_mapped(ctx, q, r, Some(group));
             state.search.stats.estimate_ns += share;
             out.push(state);
         }
