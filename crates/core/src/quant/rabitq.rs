@@ -447,7 +447,7 @@ const SUBSET_BITS: [[f32; 16]; 4] = {
 /// returns the smallest and largest entries.
 ///
 /// Why not the recurrence `table[j] = table[j & (j − 1)] + part[lowest bit
-/// of j]` ([`tests::subset_sums_recurrence`]): its 15 dependent additions
+/// of j]` (kept as the tests' reference): its 15 dependent additions
 /// and the running min/max are scalar code, and building a laser query's
 /// 174 tables that way was ~10% of its search CPU (perf, wordnet-mpnet).
 /// Here each component is broadcast over all 16 entries and added where
@@ -484,10 +484,12 @@ fn subset_sums(part: &[f32], table: &mut [f32; 16]) -> (f32, f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quant::pca::Pca;
+    use std::sync::OnceLock;
 
     /// The plain reference for [`subset_sums`]: each entry from the one
     /// without its lowest set bit.
-    pub(super) fn subset_sums_recurrence(part: &[f32], table: &mut [f32; 16]) -> (f32, f32) {
+    fn subset_sums_recurrence(part: &[f32], table: &mut [f32; 16]) -> (f32, f32) {
         table[0] = 0.0;
         let (mut lo, mut hi) = (0f32, 0f32);
         for j in 1..16usize {
@@ -527,8 +529,6 @@ mod tests {
             assert_eq!(ends_a.1.to_bits(), ends_b.1.to_bits(), "{part:?}");
         }
     }
-    use crate::quant::pca::Pca;
-    use std::sync::OnceLock;
 
     /// Gaussian rows with decaying variances (`σ_i² = 4 / (1 + i/8)`, like
     /// principal components) around an offset mean.
