@@ -35,7 +35,7 @@ pub enum Backend {
     Pread,
     /// Synchronous pread through the page cache.
     Buffered,
-    /// The whole file read into memory at open.
+    /// The whole file read into memory at open; reads prefetched at submit.
     Ram,
     /// The file mapped and read in place, reads prefetched at submit: a
     /// memory tier at local-memory speed (`tier`).

@@ -181,7 +181,11 @@ impl LaserSearch {
                 });
                 continue;
             }
-            if self.visited.insert(nb) {
+            // A neighbour's estimate is the same from every record that
+            // lists it (its code is its own), and a full list's worst
+            // entry only improves: one the list does not admit now never
+            // will, so it is skipped without touching the visited set.
+            if self.list.admits(est) && self.visited.insert(nb) {
                 self.list.insert(nb, est);
             }
         }
