@@ -15,8 +15,8 @@
 //! also missed the TLB (measured on wordnet-mpnet through this backend at
 //! 1 thread: diskann 5,600 → 6,700 QPS, laser 8,400 → 9,000). Every
 //! memory backend prefetches a read's lines when it is submitted, as the
-//! mapped tiers always did: on wordnet-mpnet at 2 threads, same run
-//! against the same binary without it, laser 16,035 → 17,805 QPS and
+//! mapped tiers always did: on wordnet-mpnet at 2 threads, in back-to-back
+//! runs of the binary without and with it, laser 16,035 → 17,805 QPS and
 //! diskann 9,903 → 10,351 (L = 28 and 60, R@10 0.95).
 
 use std::collections::{HashMap, VecDeque};
