@@ -15,14 +15,18 @@
 //!
 //! [`fastscan`] looks up 4-bit codes of 32 vectors at once from u8 tables
 //! held in registers (neighbour codes in a node's record); its sums are exact.
-//! [`matvec`] maps a query through an f16 matrix, several rows at a time.
+//! [`matvec`] maps a query through an f16 matrix, several rows at a time;
+//! [`F16Matrix`] holds such a matrix and, where the process has Intel AMX
+//! ([`amx`], `STRATAVEC_AMX=off` declines it), runs its products on tiles.
 
+pub mod amx;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 pub mod cast;
 mod dispatch;
+mod f16_matrix;
 pub mod fastscan;
 pub mod half;
 mod lut16;
@@ -32,6 +36,7 @@ pub mod scalar;
 mod transposed;
 
 pub use dispatch::{Kernels, Level};
+pub use f16_matrix::F16Matrix;
 
 /// Squared Euclidean distance between two f32 vectors.
 /// Panics if the lengths differ.

@@ -6,8 +6,8 @@
 //! Starling's navigation graph the candidates follow the data's
 //! distribution, so a few hundred do what thousands of random samples do.
 //!
-//! The scan is one f16 matrix–vector product (`stratavec_simd::matvec_f16`,
-//! four entries at a time) plus the entries' stored squared norms: at 768-d
+//! The scan is one f16 matrix–vector product (`stratavec_simd::F16Matrix`:
+//! AMX tiles where the process has them, else four entries at a time) plus the entries' stored squared norms: at 768-d
 //! a few hundred entries are 0.5 MB of f16 a query streams, where f32 rows
 //! one dot product at a time cost as much as the rest of preparing it.
 //! f16 moves a distance by about 1e-3 of the vectors' norms, which only
@@ -24,6 +24,7 @@ use crate::error::{Error, FileContext, Result};
 use crate::util::rng::Rng;
 use std::io::Write;
 use std::path::Path;
+use stratavec_simd::F16Matrix;
 
 const MAGIC: &[u8; 8] = b"STRVENT1";
 
@@ -34,8 +35,9 @@ pub struct ClusterEntries {
     dim: usize,
     metric: Metric,
     ids: Vec<u32>,
-    /// Row-major k × dim f16 (little-endian bytes): each entry's vector.
-    vectors: Vec<u8>,
+    /// k × dim f16: each entry's vector (on AMX tiles where the process
+    /// has them).
+    vectors: F16Matrix,
     /// ‖e‖² of each entry's f16 vector (for L2: ‖q‖² − 2⟨q, e⟩ + ‖e‖²).
     norms: Vec<f32>,
     /// Starts handed to the disk search per query.
@@ -112,7 +114,7 @@ impl ClusterEntries {
             dim,
             metric,
             ids,
-            vectors: table,
+            vectors: F16Matrix::from_f16_bytes(table, dim),
             norms,
             starts,
         }
@@ -120,7 +122,7 @@ impl ClusterEntries {
 
     /// Entry `i`'s vector as the scan holds it (f16 widened to f32).
     fn vector(&self, i: usize) -> impl Iterator<Item = f32> + '_ {
-        widen(&self.vectors[i * 2 * self.dim..(i + 1) * 2 * self.dim])
+        (0..self.dim).map(move |d| self.vectors.get(i, d))
     }
 
     pub fn len(&self) -> usize {
@@ -144,14 +146,14 @@ impl ClusterEntries {
         }
         DOTS.with_borrow_mut(|dots| {
             dots.resize(self.ids.len(), 0.0);
-            stratavec_simd::matvec_f16(&self.vectors, query, dots);
+            self.vectors.apply(query, dots);
             self.rank(query, dots, count, out);
         });
     }
 
     /// [`Self::nearest`] for a group of queries (row-major, dim wide), one
     /// list each into `outs[i]`, with the entries' matrix streamed once for
-    /// the group (`stratavec_simd::matmat_f16`, as the laser search maps
+    /// the group (`F16Matrix::apply_many`, as the laser search maps
     /// its group through the codes' matrix): each query's dot products, and
     /// so its list, are bit for bit those of `nearest`. At 768-d the scan
     /// of √n entries is ~260k multiply-adds a query, half of mapping it
@@ -164,7 +166,7 @@ impl ClusterEntries {
             "cluster entries: one dim-wide query a list"
         );
         let mut dots = vec![0f32; outs.len() * self.ids.len()];
-        stratavec_simd::matmat_f16(&self.vectors, queries, self.dim, &mut dots);
+        self.vectors.apply_many(queries, &mut dots);
         for ((q, d), out) in queries
             .chunks_exact(self.dim)
             .zip(dots.chunks_exact(self.ids.len()))
@@ -285,7 +287,7 @@ impl EntryPoints for ClusterEntries {
     }
 
     fn resident_bytes(&self) -> usize {
-        self.ids.len() * 8 + self.vectors.len()
+        self.ids.len() * 8 + self.vectors.resident_bytes()
     }
 }
 
@@ -347,10 +349,12 @@ mod tests {
         e.write(&mut f).unwrap();
         drop(f);
         let r = ClusterEntries::read(&p, c * per, dim, Metric::L2).unwrap();
-        assert_eq!(
-            (&r.ids, &r.vectors, &r.norms),
-            (&e.ids, &e.vectors, &e.norms)
-        );
+        let rows = |e: &ClusterEntries| {
+            (0..e.len())
+                .flat_map(|i| e.vector(i).map(f32::to_bits))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!((&r.ids, rows(&r), &r.norms), (&e.ids, rows(&e), &e.norms));
         let msg = ClusterEntries::read(&p, c * per, dim + 1, Metric::L2)
             .err()
             .unwrap()

@@ -17,7 +17,7 @@
 //! The PCA basis and the rotation themselves are only needed to encode
 //! vectors at build time ([`RecordCodes`]); an opened index holds this.
 
-use stratavec_simd::fastscan;
+use stratavec_simd::{fastscan, F16Matrix};
 
 use super::rabitq::QueryLut;
 use super::record_codes::RecordCodes;
@@ -27,8 +27,9 @@ use crate::layout::laser::NeighbourCodes;
 pub struct RecordScorer {
     dim: usize,
     code_dim: usize,
-    /// `code_dim × dim` f16 (little-endian bytes), row-major: `R·P`.
-    map: Vec<u8>,
+    /// `R·P`, `code_dim × dim` f16 (on AMX tiles where the process has
+    /// them: `stratavec_simd::F16Matrix`).
+    map: F16Matrix,
     /// `(R·P)·m` with the f16 matrix, so that the mean cancels exactly as
     /// the query is mapped.
     mean_image: Vec<f32>,
@@ -73,9 +74,10 @@ impl RecordScorer {
                 stratavec_simd::half::encode_f16(row, out);
             },
         );
+        let map = F16Matrix::from_f16_bytes(map, dim);
         let mean = codes.pca.mean.clone();
         let mut mean_image = vec![0f32; cd];
-        stratavec_simd::matvec_f16(&map, &mean, &mut mean_image);
+        map.apply(&mean, &mut mean_image);
         let c = &codes.rabitq.centre;
         let centre_image = rot
             .chunks_exact(cd)
@@ -108,14 +110,14 @@ impl RecordScorer {
         );
         let rotated = &mut t.lut.rotated;
         rotated.resize(self.code_dim, 0.0);
-        stratavec_simd::matvec_f16(&self.map, query, rotated);
+        self.map.apply(query, rotated);
         self.finish(query, t);
     }
 
     /// The fused matrix applied to several queries (row-major, dim wide)
     /// at once, `code_dim` floats a query into `images`: the first step of
     /// [`Self::prepare`], with the matrix streamed once for the group
-    /// (`stratavec_simd::matmat`) instead of once a query. Finish each
+    /// (`F16Matrix::apply_many`) instead of once a query. Finish each
     /// query with [`Self::prepare_mapped`]; the tables equal `prepare`'s
     /// bit for bit.
     pub fn map_many(&self, queries: &[f32], images: &mut Vec<f32>) {
@@ -125,7 +127,7 @@ impl RecordScorer {
             "record scorer: queries must be whole rows of dim"
         );
         images.resize(queries.len() / self.dim * self.code_dim, 0.0);
-        stratavec_simd::matmat_f16(&self.map, queries, self.dim, images);
+        self.map.apply_many(queries, images);
     }
 
     /// Prepares `query` from `image`, its row of [`Self::map_many`].
@@ -188,7 +190,8 @@ impl RecordScorer {
 
     /// Bytes held in RAM: the fused matrix, its two images and the mean.
     pub fn resident_bytes(&self) -> usize {
-        self.map.len() + 4 * (self.mean_image.len() + self.centre_image.len() + self.mean.len())
+        self.map.resident_bytes()
+            + 4 * (self.mean_image.len() + self.centre_image.len() + self.mean.len())
     }
 }
 
@@ -240,7 +243,13 @@ mod tests {
                 assert!(a.abs_diff(*b) <= 2, "table entry {a} vs {b}");
             }
         }
-        let want = code_dim * dim * 2 + 4 * (2 * code_dim + dim);
+        // f16 bytes, or AMX tiles (bf16 pairs, rows to 16 and columns to
+        // 32).
+        let map = match stratavec_simd::amx::active() {
+            true => code_dim.next_multiple_of(16) * dim.next_multiple_of(32) * 4,
+            false => code_dim * dim * 2,
+        };
+        let want = map + 4 * (2 * code_dim + dim);
         assert_eq!(scorer.resident_bytes(), want);
     }
 
