@@ -109,8 +109,7 @@ impl Tiles {
         let (mut hi, mut lo) = (vec![0u16; len], vec![0u16; len]);
         for r in 0..rows {
             for d in 0..n {
-                let (b, c, s, e) = (r / COLS, r % COLS, d / DEPTH, d % DEPTH);
-                let at = ((b * steps + s) * COLS + e / 2) * DEPTH + 2 * c + e % 2;
+                let at = Tiles::at(steps, r, d);
                 (hi[at], lo[at]) = split(values(r, d));
             }
         }
@@ -123,10 +122,16 @@ impl Tiles {
         }
     }
 
+    /// Where element (r, d) lies in `hi` and `lo`: in block r / 16, step
+    /// d / 32, tile row (d % 32) / 2, pair r % 16, half d % 2.
+    fn at(steps: usize, r: usize, d: usize) -> usize {
+        let (b, c, s, e) = (r / COLS, r % COLS, d / DEPTH, d % DEPTH);
+        ((b * steps + s) * COLS + e / 2) * DEPTH + 2 * c + e % 2
+    }
+
     /// Element (r, d), as the tiles hold it (`hi + lo`).
     pub(crate) fn get(&self, r: usize, d: usize) -> f32 {
-        let (b, c, s, e) = (r / COLS, r % COLS, d / DEPTH, d % DEPTH);
-        let at = ((b * self.steps + s) * COLS + e / 2) * DEPTH + 2 * c + e % 2;
+        let at = Tiles::at(self.steps, r, d);
         widen(self.hi[at]) + widen(self.lo[at])
     }
 

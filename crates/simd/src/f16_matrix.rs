@@ -13,6 +13,11 @@
 
 use crate::amx::{self, Tiles};
 
+/// Value `i` of little-endian f16 bytes, widened.
+fn f16_at(bytes: &[u8], i: usize) -> f32 {
+    crate::half::f16_to_f32(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]))
+}
+
 pub struct F16Matrix {
     rows: usize,
     n: usize,
@@ -47,13 +52,7 @@ impl F16Matrix {
         );
         let rows = bytes.len() / (2 * n);
         let held = match tiles {
-            true => {
-                let at = |r: usize, d: usize| {
-                    let i = 2 * (r * n + d);
-                    crate::half::f16_to_f32(u16::from_le_bytes([bytes[i], bytes[i + 1]]))
-                };
-                Held::Tiles(Tiles::new(at, rows, n))
-            }
+            true => Held::Tiles(Tiles::new(|r, d| f16_at(&bytes, r * n + d), rows, n)),
             false => Held::F16(bytes),
         };
         F16Matrix { rows, n, held }
@@ -80,10 +79,7 @@ impl F16Matrix {
             "f16 matrix: ({r}, {d}) out of range"
         );
         match &self.held {
-            Held::F16(b) => {
-                let i = 2 * (r * self.n + d);
-                crate::half::f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]))
-            }
+            Held::F16(b) => f16_at(b, r * self.n + d),
             Held::Tiles(t) => t.get(r, d),
         }
     }
