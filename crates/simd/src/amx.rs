@@ -184,7 +184,7 @@ impl Tiles {
         let (steps, rows) = (self.steps, self.rows);
         let blocks = rows.div_ceil(COLS);
         let width = steps * DEPTH;
-        assert!(q >= 1 && q <= VECTORS && a.len() == 2 * q * width && out.len() == q * rows);
+        assert!((1..=VECTORS).contains(&q) && a.len() == 2 * q * width && out.len() == q * rows);
         // Palette 1: C tiles 0 and 1 (q rows of 16 f32), A tiles 2 and 3
         // (q rows of 32 bf16: the vectors' hi and lo parts), B tiles 4-7
         // (16 rows of 16 bf16 pairs: two blocks of the matrix, hi and lo).
