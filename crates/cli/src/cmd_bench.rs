@@ -195,6 +195,7 @@ pub fn run(mut a: Args) -> Result<()> {
             "command": std::env::args().collect::<Vec<_>>().join(" "),
             "unix_time": started, "loadavg": load.trim(), "threads": a.threads, "rounds": a.rounds.max(1),
             "memory_budget_bytes": budget, "simd": stratavec_simd::kernel_name(),
+            "amx": stratavec_simd::amx::active(),
             "store": a.store.map(|s| s.to_string()),
             "stratavec_version": env!("CARGO_PKG_VERSION"),
             "machine": machine(),

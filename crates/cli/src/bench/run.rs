@@ -298,7 +298,7 @@ impl Opened<'_> {
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
-            "simd": stratavec_simd::kernel_name(),
+            "simd": stratavec_simd::kernel_name(), "amx": stratavec_simd::amx::active(),
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
