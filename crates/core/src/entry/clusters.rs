@@ -7,9 +7,10 @@
 //! distribution, so a few hundred do what thousands of random samples do.
 //!
 //! The scan is one f16 matrix–vector product (`stratavec_simd::F16Matrix`:
-//! AMX tiles where the process has them, else four entries at a time) plus the entries' stored squared norms: at 768-d
-//! a few hundred entries are 0.5 MB of f16 a query streams, where f32 rows
-//! one dot product at a time cost as much as the rest of preparing it.
+//! AMX tiles where the process has them, else four entries at a time)
+//! plus the entries' stored squared norms: at 768-d a few hundred entries
+//! are 0.5 MB of f16 a query streams, where f32 rows one dot product at a
+//! time cost as much as the rest of preparing it.
 //! f16 moves a distance by about 1e-3 of the vectors' norms, which only
 //! matters for which entry starts the search, not for any exact distance.
 //!
