@@ -44,7 +44,9 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 # L steps by 5 where recall@10 crosses 0.90-0.95 (L 20-45 here), so the
 # first point reaching a target is close to where each system crosses it.
 sweep=${PIPEANN_SWEEP:-20,25,30,35,40,45,50,60,80,100,150}
-ablation=diskann,starling-nav,starling-shuffle,starling-page,octopus-width,octopus-pipe,starling,octopus-c2,starling-all,pipeann,octopus,octopus-bfs
+# --ablate runs OctopusANN's study (each technique alone, C1-C5; bench::ablation)
+# and records the page-I/O model's inputs; octopus-bfs is C5 on a BFS cache.
+extra=octopus-bfs
 
 if has 1; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
@@ -55,7 +57,7 @@ if has 1; then
 fi
 if has 2; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-ablation-384.jsonl" \
-    --profiles "$ablation,gorgeous,gorgeous-pipe" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --ablate --profiles "$extra,gorgeous,gorgeous-pipe" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 3; then
@@ -65,7 +67,7 @@ if has 3; then
     "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
   fi
   "$bin" bench --data "$pca" --work "$work" --out "$res/pipeann-ablation-pca96.jsonl" \
-    --profiles "$ablation" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --ablate --profiles "$extra" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 4; then

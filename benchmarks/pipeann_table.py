@@ -100,6 +100,40 @@ def table(path, targets, pick, first, cols, ratio):
     return out
 
 
+def model_table(path, target=0.95):
+    """The page-I/O model beside the measured reads (rows of `bench --ablate`,
+    which records each system's technique, OR(G), records a page and the
+    model's reads), at the fastest point reaching `target` (median over
+    rounds of each L); none when the run did not record them."""
+    per = rounds.searches(rounds.load(path))
+    out = []
+    for s, rs in per.items():
+        p = rounds.at_recall(rounds.collapse(rs), target)
+        if p is None or p.get("model_reads_per_query") is None:
+            continue
+        bw = (rounds.num(p.get("bytes_per_query")) or 0.0) * float(p["qps"]) / 1e6
+        out.append("| " + " | ".join([
+            p.get("technique") or "—", name(s), f"{p['L']}",
+            number(p.get("reads_per_query"), lambda v: f"{v:.1f}"),
+            number(p.get("model_reads_per_query"), lambda v: f"{v:.1f}"),
+            number(p.get("hops_per_query"), lambda v: f"{v:.1f}"),
+            number(p.get("cache_hits_per_query"), lambda v: f"{v:.1f}"),
+            number(p.get("wasted_per_query"), lambda v: f"{v:.1f}"),
+            number(p.get("overlap_ratio"), lambda v: f"{v:.4f}"),
+            number(p.get("records_per_page"), lambda v: f"{v:.2f}"),
+            number(p.get("reads_per_s"), lambda v: f"{v / 1e3:.1f}"),
+            f"{bw:,.0f}"]) + " |")
+    if not out:
+        return []
+    return [f"OctopusANN's page-I/O model (eq. 2) beside the measured reads, R@10 ≥ {target:.2f} "
+            "(model reads = (H − cache hits) ÷ (1 + OR(G)·(n_p − 1)) for the systems that search "
+            "whole pages, else H − cache hits; H = nodes expanded a query; IOPS and bandwidth as "
+            "OctopusANN's Tables 4 and 6):", "",
+            "| technique | system | L | reads | model reads | H | cache hits | waste | OR(G) | n_p | "
+            "IOPS (K) | BW (MB/s) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + out
+
+
 def grid_table(results):
     """QPS and p50 of diskann and pipeann at L = 40 and 60, per threads x in flight."""
     found = []
@@ -204,6 +238,9 @@ def main():
         if os.path.exists(path):
             lines += [f"OctopusANN's ablation, throughput mode ({set_name}):", ""]
             lines += table(path, **THROUGHPUT) + [""]
+            model = model_table(path)
+            if model:
+                lines += model + [""]
     grid = grid_table(a.results)
     if grid:
         lines += ["Between latency and throughput mode (wordnet-minilm, 20% budget, 2 rounds, "

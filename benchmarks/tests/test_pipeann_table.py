@@ -47,3 +47,22 @@ def test_polling_rows_compare_like_with_like(tmp_path):
     assert "both polling for completions (pipeann-poll vs diskann-poll) | 0.80×" in out
     assert "what polling adds; unequal waiting) | 0.64× (0.64–0.64) (median, range over rounds) " \
            "| (not a target) |" in out
+
+
+def test_model_table_reads_the_ablate_fields(tmp_path):
+    def abl(system, technique, model, **extra):
+        r = row(system, 0, 40, 0.96, 500.0, 20.0)
+        r.update(technique=technique, model_reads_per_query=model, hops_per_query=30.0,
+                 cache_hits_per_query=6.0, wasted_per_query=0.0, overlap_ratio=0.3,
+                 records_per_page=7.82, reads_per_s=40000.0, bytes_per_query=81920.0, **extra)
+        return r
+    rows = [abl("stratavec-diskann", "Baseline (PQ, node cache)", 24.0),
+            abl("stratavec-starling", "C1: PS + PSe", 7.9)]
+    path = tmp_path / "pipeann-ablation-384.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.model_table(str(path)))
+    assert "| C1: PS + PSe | starling | 40 | 20.0 | 7.9 | 30.0 | 6.0 | 0.0 | 0.3000 | 7.82 | 40.0 | 164 |" in out
+    # Rows of a run without --ablate: no table.
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps(row("stratavec-diskann", 0, 40, 0.96, 500.0)))
+    assert T.model_table(str(plain)) == []

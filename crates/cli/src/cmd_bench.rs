@@ -1,4 +1,4 @@
-use crate::bench::{device, peers, range, rounds, run, stats, summary, variants};
+use crate::bench::{ablation, device, peers, range, rounds, run, stats, summary, variants};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::io::Write;
@@ -37,6 +37,13 @@ pub struct Args {
     /// members in RAM) (`bench::variants` lists what each is).
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
     profiles: Vec<String>,
+    /// OctopusANN's study (paper 003 §5, §7): runs each technique alone on
+    /// the PQ baseline and the compositions C1-C5 (besides any --profiles),
+    /// records each index's overlap ratio OR(G) and records a page, and
+    /// prints the study's table with the page-I/O model's reads (eq. 2)
+    /// beside the measured ones.
+    #[arg(long)]
+    ablate: bool,
     /// Navigation graph sample ratio μ for the variants that have one.
     /// Default: each variant's (0.02 for starling-nav and starling-all,
     /// 0.005 for gorgeous, as its paper).
@@ -217,6 +224,9 @@ pub fn run(mut a: Args) -> Result<()> {
         None => None,
     };
     let mut first_index: Option<PathBuf> = None;
+    if a.ablate {
+        a.profiles = ablation::profiles(&a.profiles);
+    }
     let chosen = a
         .profiles
         .iter()
@@ -303,6 +313,8 @@ pub fn run(mut a: Args) -> Result<()> {
                     range: range.as_ref(),
                     min_pass_s: a.min_pass_seconds,
                     io,
+                    page_utility: a.ablate,
+                    technique: ablation::technique_of(variant.name).filter(|_| a.ablate),
                 },
             )?)));
         }
@@ -362,6 +374,9 @@ pub fn run(mut a: Args) -> Result<()> {
     }
     print_summary(&rows);
     print_range_summary(&rows);
+    if a.ablate {
+        ablation::print(&rows);
+    }
     eprintln!("bench: rows written to {}", a.out.display());
     Ok(())
 }

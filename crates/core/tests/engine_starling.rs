@@ -71,6 +71,41 @@ fn shuffled_index_finds_neighbours_with_fewer_reads() {
     // Without block search the shuffled layout is just another id order.
     let plain = s.search_batch(&queries, DIM, &params(40, false)).unwrap();
     assert!(recall_of(&plain, &gt, 10) >= 0.9);
+
+    // OR(G) read back from the pages is what the shuffle reported placing.
+    let su = s
+        .page_utility()
+        .unwrap()
+        .expect("blocked pages are graph pages");
+    assert!(
+        (su.overlap_ratio - bnf_or).abs() < 1e-9,
+        "pages {su:?}, shuffle {bnf_or}"
+    );
+    assert!(su.records_per_page > 20.0, "{su:?}");
+    // The id-order pages against eq. 5 computed here from the graph.
+    let du = d
+        .page_utility()
+        .unwrap()
+        .expect("coupled pages are graph pages");
+    let (layout, _, lists) = stratavec::index::graph_file::read_graph(&d_dir).unwrap();
+    let per = layout.nodes_per_page.max(1);
+    let (mut or, mut np) = (0.0, 0.0);
+    for (u, l) in lists.iter().enumerate() {
+        let first = u / per * per;
+        let size = per.min(N - first);
+        np += size as f64;
+        if size > 1 {
+            let mates = l.iter().filter(|&&v| (v as usize) / per == u / per).count();
+            or += mates as f64 / (size - 1) as f64;
+        }
+    }
+    assert!((du.overlap_ratio - or / N as f64).abs() < 1e-9, "{du:?}");
+    assert!((du.records_per_page - np / N as f64).abs() < 1e-9, "{du:?}");
+    assert!(su.overlap_ratio > 5.0 * du.overlap_ratio);
+    assert!(
+        (du.useful_records() - (1.0 + du.overlap_ratio * (du.records_per_page - 1.0))).abs()
+            < 1e-12
+    );
 }
 
 /// With a coarse PQ (16 dimensions per sub-space; 48 bytes give 384-d

@@ -2,6 +2,7 @@
 //! peer engines on one data set, in one run, round-robin over R rounds, and
 //! writes one JSON line per timed pass plus a summary (median and range over
 //! rounds) read off each system's recall–QPS Pareto front.
+pub mod ablation;
 pub mod device;
 pub mod peers;
 pub mod range;

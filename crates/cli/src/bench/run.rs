@@ -151,6 +151,12 @@ pub struct Sweep<'a> {
     pub io: stratavec_io::Backend,
     /// Microseconds a worker polls for a completion before it sleeps.
     pub poll_us: u32,
+    /// Measure the pages' OR(G) and records a page at open (a scan of the
+    /// pages file) for the page-I/O model (`bench::ablation`).
+    pub page_utility: bool,
+    /// The technique or composition of OctopusANN's study this system
+    /// stands for (`bench::ablation`), recorded in its rows.
+    pub technique: Option<&'static str>,
 }
 
 /// One system opened and warmed, ready to be timed at any L.
@@ -158,6 +164,8 @@ pub struct Opened<'a> {
     pub s: Sweep<'a>,
     index: Index,
     warm: SearchParams,
+    /// OR(G) and records a page, when asked for and the layout has them.
+    pages: Option<stratavec::index::PageUtility>,
 }
 
 /// Opens the index of `s` within its budget and runs one discarded pass,
@@ -199,8 +207,18 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         poll_us: s.poll_us,
         ..io
     };
+    // Before the warm-up pass, so the scan's reads do not follow it.
+    let pages = match s.page_utility {
+        true => index.page_utility()?,
+        false => None,
+    };
     index.search_batch(s.queries, index.dim(), &warm)?;
-    Ok(Opened { s, index, warm })
+    Ok(Opened {
+        s,
+        index,
+        warm,
+        pages,
+    })
 }
 
 impl Opened<'_> {
@@ -309,6 +327,21 @@ impl Opened<'_> {
         });
         if let (Some(row), Value::Object(m)) = (row.as_object_mut(), m) {
             row.extend(m);
+        }
+        if let Some(t) = s.technique {
+            row["technique"] = t.into();
+        }
+        if let Some(pages) = &self.pages {
+            let t = res.total();
+            row["overlap_ratio"] = pages.overlap_ratio.into();
+            row["records_per_page"] = pages.records_per_page.into();
+            row["model_reads_per_query"] = super::ablation::model_reads(
+                t.hops as f64 / nq,
+                t.cache_hits as f64 / nq,
+                self.warm.page_search,
+                pages,
+            )
+            .into();
         }
         Ok(row)
     }

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod interrupt;
 pub mod manifest;
 pub mod open;
+pub mod page_utility;
 pub mod placement;
 pub mod relayout;
 pub mod relayout_csr;
@@ -19,3 +20,4 @@ pub use build::{
 pub use fit::Unset;
 pub use manifest::{Manifest, FORMAT_VERSION};
 pub use open::{BatchResult, FaultPredicate, Index, OpenOptions};
+pub use page_utility::PageUtility;

@@ -431,6 +431,16 @@ impl Index {
         self.layout.records_per_block()
     }
 
+    /// How the pages file is laid out.
+    pub(crate) fn layout(&self) -> &dyn Layout {
+        self.layout.as_ref()
+    }
+
+    /// The pages file.
+    pub(crate) fn pages_path(&self) -> &Path {
+        &self.pages_path
+    }
+
     /// The search defaults of this index: its profile's (block search and
     /// the pipeline for starling, the two-stage search for gorgeous) under
     /// the caller's switches, then the beam width and queries in flight
