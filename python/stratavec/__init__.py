@@ -272,8 +272,7 @@ def build_index(
     node_cache_rank : {"bfs", "nav", "indegree", "visits"}, optional
         Order in which the node cache holds whole records, by the same rules
         (``"bfs"`` is filled at open from the medoid). Default: the
-        profile's (``"indegree"`` for laser, ``"visits"`` for octopus, else
-        ``"bfs"``).
+        profile's (``"visits"`` for laser and octopus, else ``"bfs"``).
 
     code_dim : int, optional
         ``laser`` profile: principal dimensions the neighbour codes in each

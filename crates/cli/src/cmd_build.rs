@@ -26,7 +26,7 @@ pub struct Args {
     /// blocks with their neighbours, block search), gorgeous (adjacency
     /// lists cached before vectors, replicated blocks, two-stage search;
     /// give --memory-budget-mb to size its PQ codes), laser (neighbour
-    /// codes in each record and none in RAM, in-degree node cache, cluster
+    /// codes in each record and none in RAM, visit-frequency node cache, cluster
     /// entry points, adaptive beam with early dispatch; l2 or cosine),
     /// pipeann (id-order pages, navigation graph, pipelined search with a
     /// waste-driven width) or octopus (OctopusANN's C5: navigation graph,
@@ -112,8 +112,8 @@ pub struct Args {
     /// Order in which the node cache holds whole records: bfs (from the
     /// medoid, filled at open), nav (nearest the navigation graph's nodes,
     /// where searches start), indegree (most linked first) or visits (most
-    /// expanded by sample queries). Default: the profile's (indegree for
-    /// laser, visits for octopus, else bfs).
+    /// expanded by sample queries). Default: the profile's (visits for
+    /// laser and octopus, else bfs).
     #[arg(long)]
     node_cache_rank: Option<stratavec::memory::cache_rank::CacheRank>,
     /// Element type of the vectors stored on disk: f16 halves their bytes

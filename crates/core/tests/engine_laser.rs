@@ -1,5 +1,5 @@
 //! The laser profile end to end (issue #21): records that carry their
-//! neighbours' codes, no codes in RAM, the in-degree cache, cluster entry
+//! neighbours' codes, no codes in RAM, the node cache, cluster entry
 //! points, adaptive beam and early dispatch — each switchable — finding
 //! the true neighbours; and byte-identical rebuilds.
 
@@ -62,7 +62,7 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
     );
     let full = open_with(&dir, Some(plain.memory().total() as u64 + 2_000_000), true);
     assert!(full.cached_nodes() > 0);
-    for (index, what) in [(&plain, "no cache"), (&full, "in-degree cache")] {
+    for (index, what) in [(&plain, "no cache"), (&full, "node cache")] {
         for (adaptive, ratio) in [(false, 1.0), (true, 1.0), (true, 0.5), (true, 0.25)] {
             let p = SearchParams {
                 adaptive_beam: adaptive,

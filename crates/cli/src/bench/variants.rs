@@ -94,11 +94,11 @@ const BASE: Variant = Variant {
 };
 
 /// The laser profile as built by default (AlayaLaser): neighbour codes in
-/// the records, in-degree cache, cluster entries, adaptive beam, early
+/// the records, node cache (visit-frequency), cluster entries, adaptive beam, early
 /// dispatch. Its ablation adds one part at a time (§5.3, Figure 14).
 const LASER: Variant = Variant {
     name: "laser",
-    about: "the laser profile: neighbour codes in each record, in-degree cache, cluster \
+    about: "the laser profile: neighbour codes in each record, visit-frequency cache, cluster \
             entries, adaptive beam, early dispatch",
     profile: "laser",
     layout: Some(LayoutKind::Laser),
@@ -297,7 +297,7 @@ pub const ALL: &[Variant] = &[
     },
     Variant {
         name: "laser-cache",
-        about: "laser layout + in-degree node cache",
+        about: "laser layout + visit-frequency node cache",
         entries: false,
         adaptive_beam: false,
         dispatch_ratio: 1.0,

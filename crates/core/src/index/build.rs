@@ -418,14 +418,6 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
                 &p.metric,
             );
         }
-        if p.node_cache_rank == Some(CacheRank::Visits) {
-            return arg(
-                "node_cache_rank",
-                "bfs, nav or indegree for the laser layout (visits runs sample queries on PQ \
-                 codes, which it does not keep)",
-                &CacheRank::Visits,
-            );
-        }
     }
     if p.layout == Some(LayoutKind::Blocked) && p.shuffle == Shuffle::None {
         return arg(
@@ -826,6 +818,8 @@ pub fn build_index_with_ids(
             .at("write", &pages_path);
         unless_cancelled(progress, dir, stats)
     };
+    // Laser's cluster entries, kept for the node cache's `visits` rank.
+    let mut cluster_entries: Option<ClusterEntries> = None;
     let layout_name = if kind == LayoutKind::Laser {
         let code_dim = params.code_dim.expect("fitted");
         checkpoint(progress, dir, "codes")?;
@@ -869,8 +863,9 @@ pub fn build_index_with_ids(
         let k = params
             .entry_clusters
             .unwrap_or_else(|| clusters::default_clusters(n));
-        let entries =
+        let built =
             pool.install(|| ClusterEntries::build(&f32_data, dim, params.metric, k, params.seed));
+        let entries = cluster_entries.insert(built);
         let path = staging.dir.join(ENTRY_FILE);
         write_file(&path, |w| entries.write(w))?;
         extra_files.push(ENTRY_FILE);
@@ -1029,7 +1024,11 @@ pub fn build_index_with_ids(
             data: &f32_data,
             dim,
             nav,
+            entry: cluster_entries
+                .as_ref()
+                .map(|e| e as &dyn crate::entry::EntryPoints),
             pq,
+            metric_l2: params.metric != Metric::InnerProduct,
             seed: params.seed,
         };
         pool.install(|| cache_rank::rank(rank, &input))

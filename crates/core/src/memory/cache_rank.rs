@@ -15,7 +15,7 @@
 //!   frequency as the alternative to its rule).
 
 use crate::entry::{EntryPoints, NavGraph};
-use crate::memory::nav_plan::search_stage;
+use crate::memory::nav_plan::{search_stage, search_stage_by};
 use crate::quant::Quantizer;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
@@ -69,9 +69,15 @@ pub struct RankInput<'a> {
     pub data: &'a [f32],
     pub dim: usize,
     pub nav: Option<&'a NavGraph>,
-    /// The PQ codes `visits` runs its sample queries on (laser keeps none
-    /// and is refused `visits` when its parameters are checked).
+    /// Where searches start when the index has no navigation graph (laser's
+    /// cluster entries, AlayaLaser §4.1); `None`: the medoid.
+    pub entry: Option<&'a dyn EntryPoints>,
+    /// The PQ codes `visits` runs its sample queries on; without them
+    /// (laser keeps none) they rank by exact distances to `data`.
     pub pq: Option<&'a dyn Quantizer>,
+    /// Whether exact distances are Euclidean (else the data is normalised
+    /// or inner-product, ranked by −dot).
+    pub metric_l2: bool,
     pub seed: u64,
 }
 
@@ -91,8 +97,7 @@ pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
 /// Sample queries' search stages in RAM, nodes by times expanded.
 fn by_visits(r: &RankInput) -> Vec<u32> {
     let n = r.lists.len();
-    let pq =
-        r.pq.expect("visits ranks with PQ codes (refused without them)");
+    let metric_l2 = r.metric_l2;
     let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, (n / 100).max(1000).min(n));
     let counts: Vec<u32> = queries
         .par_iter()
@@ -101,13 +106,27 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
             |mut c, &i| {
                 let q = &r.data[i * r.dim..(i + 1) * r.dim];
                 let mut starts = Vec::new();
-                match r.nav {
-                    Some(nav) => nav.starts(q, NAV_COMPLEXITY, &mut starts),
-                    None => starts.push(r.medoid),
+                match (r.nav, r.entry) {
+                    (Some(nav), _) => nav.starts(q, NAV_COMPLEXITY, &mut starts),
+                    (None, Some(entry)) => entry.starts(q, NAV_COMPLEXITY, &mut starts),
+                    (None, None) => starts.push(r.medoid),
                 }
-                search_stage(r.lists, pq, q, &starts, VISITS_COMPLEXITY, |v| {
-                    c[v as usize] += 1
-                });
+                let count = |v: u32| c[v as usize] += 1;
+                match r.pq {
+                    Some(pq) => search_stage(r.lists, pq, q, &starts, VISITS_COMPLEXITY, count),
+                    None => {
+                        let exact = |ids: &[u32], out: &mut [f32]| {
+                            for (o, &v) in out.iter_mut().zip(ids) {
+                                let x = &r.data[v as usize * r.dim..(v as usize + 1) * r.dim];
+                                *o = match metric_l2 {
+                                    true => stratavec_simd::l2_sq_f32(q, x),
+                                    false => -stratavec_simd::dot_f32(q, x),
+                                };
+                            }
+                        };
+                        search_stage_by(r.lists, exact, &starts, VISITS_COMPLEXITY, count)
+                    }
+                }
                 c
             },
         )
@@ -206,7 +225,9 @@ mod tests {
             data: &data,
             dim,
             nav: Some(&nav),
+            entry: None,
             pq: Some(&pq),
+            metric_l2: true,
             seed: 1,
         };
         for r in [
@@ -243,7 +264,9 @@ mod tests {
             data: &data,
             dim,
             nav: Some(&nav),
+            entry: None,
             pq: Some(&pq),
+            metric_l2: true,
             seed: 1,
         };
         let order = rank(CacheRank::Nav, &input);

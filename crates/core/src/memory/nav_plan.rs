@@ -86,19 +86,41 @@ pub fn search_stage(
     query: &[f32],
     starts: &[u32],
     complexity: usize,
-    mut expanded: impl FnMut(u32),
+    expanded: impl FnMut(u32),
 ) {
     let mut table = QueryTable::default();
     pq.prepare(query, &mut table);
+    search_stage_by(
+        lists,
+        |ids, out| pq.estimate_many(&table, ids, out),
+        starts,
+        complexity,
+        expanded,
+    );
+}
+
+/// [`search_stage`] ranking by `distances` (ids in, one distance each out):
+/// PQ estimates, or exact distances where the build has no codes (laser).
+pub fn search_stage_by(
+    lists: &[Vec<u32>],
+    mut distances: impl FnMut(&[u32], &mut [f32]),
+    starts: &[u32],
+    complexity: usize,
+    mut expanded: impl FnMut(u32),
+) {
     let mut list = CandidateList::new(complexity);
     let mut visited = VisitedSet::with_capacity(complexity * 64);
-    for &s in starts {
-        if visited.insert(s) {
-            list.insert(s, pq.estimate(&table, s));
-        }
-    }
     let (mut fresh, mut est) = (Vec::new(), Vec::new());
-    while let Some(c) = list.pop_closest_unexpanded() {
+    fresh.extend(starts.iter().copied().filter(|&s| visited.insert(s)));
+    loop {
+        est.resize(fresh.len(), 0.0);
+        distances(&fresh, &mut est);
+        for (&v, &d) in fresh.iter().zip(&est) {
+            list.insert(v, d);
+        }
+        let Some(c) = list.pop_closest_unexpanded() else {
+            return;
+        };
         expanded(c.id);
         fresh.clear();
         fresh.extend(
@@ -107,10 +129,5 @@ pub fn search_stage(
                 .copied()
                 .filter(|&v| visited.insert(v)),
         );
-        est.resize(fresh.len(), 0.0);
-        pq.estimate_many(&table, &fresh, &mut est);
-        for (&v, &d) in fresh.iter().zip(&est) {
-            list.insert(v, d);
-        }
     }
 }
