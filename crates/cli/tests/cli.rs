@@ -473,6 +473,76 @@ fn bench_runs_variants_and_range_search() {
     );
 }
 
+/// `bench --ablate` runs OctopusANN's study (each technique alone on the
+/// PQ baseline, C1-C5), records each index's OR(G) and records a page, and
+/// prints the page-I/O model's reads beside the measured ones.
+#[test]
+fn bench_ablate_prints_the_study_with_the_page_model() {
+    let f = fixture();
+    let tmp = tempdir();
+    let (work, out) = (tmp.path().join("work"), tmp.path().join("rows.jsonl"));
+    let o = ok(run(&[
+        &"bench",
+        &"--data",
+        &f.data,
+        &"--work",
+        &work,
+        &"--out",
+        &out,
+        &"--ablate",
+        &"-R",
+        &"16",
+        &"--complexity",
+        &"32",
+        &"--pq-bytes",
+        &"8",
+        &"-L",
+        &"40",
+        &"--device-seconds",
+        &"0",
+        &"--sustained-seconds",
+        &"0",
+        &"--rounds",
+        &"1",
+        &"--min-pass-seconds",
+        &"0",
+        &"--memory-fraction",
+        &"5",
+    ]));
+    let text = stdout(&o);
+    for want in ["OctopusANN's study", "| MemGraph |", "| C5: MemG + PS + PSe + DW |", "model reads"] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["kind"] == "search")
+        .collect();
+    let row = |system: &str| {
+        rows.iter()
+            .find(|r| r["system"] == system)
+            .unwrap_or_else(|| panic!("no row of {system}"))
+    };
+    let f64_of = |r: &Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+    // Twelve systems, each named for its technique.
+    assert_eq!(
+        rows.iter().filter(|r| r["technique"].is_string()).count(),
+        12
+    );
+    let (disk, starling) = (row("stratavec-diskann"), row("stratavec-starling"));
+    assert_eq!(disk["technique"], "Baseline (PQ, node cache)");
+    // BNF blocks hold neighbours together; id order does not.
+    assert!(f64_of(starling, "overlap_ratio") > 5.0 * f64_of(disk, "overlap_ratio"));
+    assert!(f64_of(starling, "records_per_page") >= 2.0);
+    // Without page search the model is the expansions that needed a page.
+    let disk_pages = f64_of(disk, "hops_per_query") - f64_of(disk, "cache_hits_per_query");
+    assert!((f64_of(disk, "model_reads_per_query") - disk_pages).abs() < 1e-9);
+    // With it, each read is expected to serve more than one expansion.
+    let s_pages = f64_of(starling, "hops_per_query") - f64_of(starling, "cache_hits_per_query");
+    assert!(f64_of(starling, "model_reads_per_query") < s_pages);
+}
+
 /// `bench` times the systems round-robin: in each round every system runs
 /// at one L before any runs the next, the order rotating; the device is
 /// probed before, between and after the rounds (burst and sustained); every
