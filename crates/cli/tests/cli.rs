@@ -510,7 +510,12 @@ fn bench_ablate_prints_the_study_with_the_page_model() {
         &"5",
     ]));
     let text = stdout(&o);
-    for want in ["OctopusANN's study", "| MemGraph |", "| C5: MemG + PS + PSe + DW |", "model reads"] {
+    for want in [
+        "OctopusANN's study",
+        "| MemGraph |",
+        "| C5: MemG + PS + PSe + DW |",
+        "model reads",
+    ] {
         assert!(text.contains(want), "{want}: {text}");
     }
     let rows: Vec<Value> = std::fs::read_to_string(&out)
