@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The AlayaLaser section of BENCHMARKS.md (issue #21), measured in one go:
 #   1. `stratavec bench` at a 20% budget, 2 threads, same run: diskann,
-#      starling, gorgeous, laser and its ablation (layout alone, + in-degree
+#      starling, gorgeous, laser and its ablation (layout alone, + node
 #      cache, + cluster entries, + adaptive beam; laser adds early
 #      dispatch), and the peers, on wordnet-minilm (384-d);
 #   2. the same on wordnet-mpnet (768-d, real; scripts/wordnet-mpnet.sh
