@@ -354,6 +354,29 @@ fn read_fbin(path: &Path) -> (usize, Vec<f32>) {
     (dim, v)
 }
 
+/// A bench run kept short on the tiny fixture: a small graph and PQ, one
+/// round, no device probes, one repetition a pass, and a budget that
+/// leaves a small cache (the tiny set's 20% would not even hold the I/O
+/// buffers), so most expansions are reads.
+const QUICK_BENCH: [&str; 16] = [
+    "-R",
+    "16",
+    "--complexity",
+    "32",
+    "--pq-bytes",
+    "8",
+    "--device-seconds",
+    "0",
+    "--sustained-seconds",
+    "0",
+    "--rounds",
+    "1",
+    "--min-pass-seconds",
+    "0",
+    "--memory-fraction",
+    "5",
+];
+
 /// `bench` runs the Starling ablation variants (search-time variants share
 /// the diskann index) and range search with its doubling-k baseline, all
 /// scored against exact ground truth.
@@ -391,6 +414,7 @@ fn bench_runs_variants_and_range_search() {
         ];
         args.push(&profiles);
         args.extend_from_slice(more);
+        args.extend(QUICK_BENCH.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
         run(&args)
     };
     let o = ok(bench(
@@ -398,28 +422,10 @@ fn bench_runs_variants_and_range_search() {
         &[
             &"--nav-sample",
             &"0.05",
-            &"-R",
-            &"16",
-            &"--complexity",
-            &"32",
-            &"--pq-bytes",
-            &"8",
             &"-L",
             &"20,40",
             &"--radius",
             &radius,
-            &"--device-seconds",
-            &"0",
-            &"--sustained-seconds",
-            &"0",
-            &"--rounds",
-            &"1",
-            &"--min-pass-seconds",
-            &"0",
-            // The tiny set's 20% would not even hold the I/O buffers; this
-            // leaves a small cache, so most expansions are reads.
-            &"--memory-fraction",
-            &"5",
         ],
     ));
     assert!(stdout(&o).contains("knn-doubling"), "{}", stdout(&o));
@@ -481,7 +487,7 @@ fn bench_ablate_prints_the_study_with_the_page_model() {
     let f = fixture();
     let tmp = tempdir();
     let (work, out) = (tmp.path().join("work"), tmp.path().join("rows.jsonl"));
-    let o = ok(run(&[
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
         &"bench",
         &"--data",
         &f.data,
@@ -490,25 +496,11 @@ fn bench_ablate_prints_the_study_with_the_page_model() {
         &"--out",
         &out,
         &"--ablate",
-        &"-R",
-        &"16",
-        &"--complexity",
-        &"32",
-        &"--pq-bytes",
-        &"8",
         &"-L",
         &"40",
-        &"--device-seconds",
-        &"0",
-        &"--sustained-seconds",
-        &"0",
-        &"--rounds",
-        &"1",
-        &"--min-pass-seconds",
-        &"0",
-        &"--memory-fraction",
-        &"5",
-    ]));
+    ];
+    args.extend(QUICK_BENCH.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+    let o = ok(run(&args));
     let text = stdout(&o);
     for want in [
         "OctopusANN's study",

@@ -1028,7 +1028,7 @@ pub fn build_index_with_ids(
                 .as_ref()
                 .map(|e| e as &dyn crate::entry::EntryPoints),
             pq,
-            metric_l2: params.metric != Metric::InnerProduct,
+            metric: params.metric,
             seed: params.seed,
         };
         pool.install(|| cache_rank::rank(rank, &input))

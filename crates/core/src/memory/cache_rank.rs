@@ -14,6 +14,7 @@
 //!   nodes no sample reached in BFS order (Gorgeous §4.1 names visit
 //!   frequency as the alternative to its rule).
 
+use crate::data::Metric;
 use crate::entry::{EntryPoints, NavGraph};
 use crate::memory::nav_plan::{search_stage, search_stage_by};
 use crate::quant::Quantizer;
@@ -75,9 +76,8 @@ pub struct RankInput<'a> {
     /// The PQ codes `visits` runs its sample queries on; without them
     /// (laser keeps none) they rank by exact distances to `data`.
     pub pq: Option<&'a dyn Quantizer>,
-    /// Whether exact distances are Euclidean (else the data is normalised
-    /// or inner-product, ranked by −dot).
-    pub metric_l2: bool,
+    /// The index's metric, for exact distances to `data`.
+    pub metric: Metric,
     pub seed: u64,
 }
 
@@ -97,7 +97,6 @@ pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
 /// Sample queries' search stages in RAM, nodes by times expanded.
 fn by_visits(r: &RankInput) -> Vec<u32> {
     let n = r.lists.len();
-    let metric_l2 = r.metric_l2;
     let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, (n / 100).max(1000).min(n));
     let counts: Vec<u32> = queries
         .par_iter()
@@ -118,10 +117,7 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
                         let exact = |ids: &[u32], out: &mut [f32]| {
                             for (o, &v) in out.iter_mut().zip(ids) {
                                 let x = &r.data[v as usize * r.dim..(v as usize + 1) * r.dim];
-                                *o = match metric_l2 {
-                                    true => stratavec_simd::l2_sq_f32(q, x),
-                                    false => -stratavec_simd::dot_f32(q, x),
-                                };
+                                *o = r.metric.distance_f32(q, x);
                             }
                         };
                         search_stage_by(r.lists, exact, &starts, VISITS_COMPLEXITY, count)
@@ -187,7 +183,6 @@ fn bfs(lists: &[Vec<u32>], start: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Metric;
 
     fn pq_of(data: &[f32], dim: usize) -> crate::quant::PqQuantizer {
         use crate::quant::pq::{PqCodebook, PqTrainParams};
@@ -227,7 +222,7 @@ mod tests {
             nav: Some(&nav),
             entry: None,
             pq: Some(&pq),
-            metric_l2: true,
+            metric: Metric::L2,
             seed: 1,
         };
         for r in [
@@ -266,7 +261,7 @@ mod tests {
             nav: Some(&nav),
             entry: None,
             pq: Some(&pq),
-            metric_l2: true,
+            metric: Metric::L2,
             seed: 1,
         };
         let order = rank(CacheRank::Nav, &input);
