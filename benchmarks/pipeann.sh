@@ -5,10 +5,11 @@
 #      (`bench --latency`; the peers make one single-query call at a time):
 #      diskann (W = 4 beam search), starling, pipeann, octopus, the
 #      pipelined search over octopus's blocks (pipeann-blocks), gorgeous and
-#      gorgeous with pipelined refinement (gorgeous-pipe), pipeann with a
-#      visit-frequency node cache (pipeann-visits), diskann and pipeann
-#      polling for completions instead of sleeping (diskann-poll,
-#      pipeann-poll), DiskANN C++ (diskannpy) and hnswlib; 3 rounds;
+#      gorgeous with pipelined refinement (gorgeous-pipe), pipeann with
+#      DiskANN's breadth-first node cache (pipeann-bfs), diskann polling
+#      for completions as the pipelined searches do (diskann-poll) and
+#      pipeann sleeping until one arrives as diskann does (pipeann-sleep),
+#      DiskANN C++ (diskannpy) and hnswlib; 3 rounds;
 #   2. OctopusANN's ablation (Table 1 / Figures 15-16) at 2 threads,
 #      throughput mode, 20% budget: each technique alone on the PQ baseline
 #      (starling-nav = MemGraph, starling-shuffle = PageShuffle,
@@ -50,7 +51,7 @@ extra=octopus-bfs
 
 if has 1; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
-    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe,pipeann-visits,diskann-poll,pipeann-poll \
+    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe,pipeann-bfs,diskann-poll,pipeann-sleep \
     --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
     --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0

@@ -728,7 +728,7 @@ impl Index {
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
         refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5, pipelined = None,
-        width = None, rerank_factor = 4.0, poll_us = 0
+        width = None, rerank_factor = 4.0, poll_us = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -753,7 +753,7 @@ impl Index {
         pipelined: Option<bool>,
         width: Option<&str>,
         rerank_factor: f32,
-        poll_us: i64,
+        poll_us: Option<i64>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
@@ -779,7 +779,10 @@ impl Index {
             adaptive_beam,
             dispatch_ratio,
             rerank_factor,
-            poll_us: u32::try_from(count("poll_us", poll_us, 0)?).unwrap_or(u32::MAX),
+            poll_us: match poll_us {
+                Some(p) => u32::try_from(count("poll_us", p, 0)?).unwrap_or(u32::MAX),
+                None => base.poll_us,
+            },
             // L below k cannot return k results; raise it rather than fail.
             complexity: count("complexity", complexity, 1)?.max(k),
             threads: threads_arg(threads)?,

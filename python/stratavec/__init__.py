@@ -591,7 +591,7 @@ class Index:
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
         rerank_factor: float = 4.0,
-        poll_us: int = 0,
+        poll_us: Optional[int] = None,
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -669,11 +669,13 @@ class Index:
             exact distances, as a multiple of ``k`` (the best by PQ
             estimate among the probed clusters' members); 0 reads every
             probed member. Default 4.
-        poll_us : int
+        poll_us : int, optional
             Microseconds a worker polls for a read's completion before it
             sleeps in the kernel (io_uring; at most 10,000). 0 sleeps at
             once. Polling saves the wake-up a lone query pays on every read
             (``threads=1, in_flight=1``), at the cost of a busy core.
+            Default: 1000 for the pipelined search (PipeANN's loop never
+            sleeps), else 0.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -724,7 +726,7 @@ class Index:
             pipelined=pipelined,
             width=width,
             rerank_factor=float(rerank_factor),
-            poll_us=int(poll_us),
+            poll_us=None if poll_us is None else int(poll_us),
         )
 
     def __repr__(self) -> str:

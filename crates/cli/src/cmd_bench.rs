@@ -74,9 +74,10 @@ pub struct Args {
     latency: bool,
     /// Microseconds each stratavec worker polls for a read's completion
     /// before it sleeps (0: sleeps at once), for every system whose variant
-    /// does not set its own (the `-poll` variants).
-    #[arg(long, default_value_t = 0)]
-    poll_us: u32,
+    /// does not set its own (the `-poll` and `-sleep` variants). Default:
+    /// the search's own (1000 for the pipelined search, else 0).
+    #[arg(long)]
+    poll_us: Option<u32>,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
     #[arg(long, default_value_t = 0.2)]
     memory_fraction: f64,
@@ -297,7 +298,7 @@ pub fn run(mut a: Args) -> Result<()> {
                     beam_width: a.beam_width,
                     threads: a.threads,
                     in_flight: a.in_flight,
-                    poll_us: variant.poll_us.unwrap_or(a.poll_us),
+                    poll_us: variant.poll_us.or(a.poll_us),
                     budget_bytes: budget,
                     build: build.clone(),
                     page_search: variant.page_search,

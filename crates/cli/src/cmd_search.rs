@@ -87,9 +87,10 @@ pub struct Args {
     /// Microseconds a worker polls for a read's completion before it
     /// sleeps in the kernel (io_uring); 0 sleeps at once. Polling saves a
     /// wake-up a completion, which a lone query pays on every read, and
-    /// spends the otherwise idle core.
-    #[arg(long, default_value_t = 0)]
-    poll_us: u32,
+    /// spends the otherwise idle core. Default: 1000 for the pipelined
+    /// search (PipeANN's loop never sleeps), else 0.
+    #[arg(long)]
+    poll_us: Option<u32>,
     /// Start from the index's entry part when it has one (the navigation
     /// graph, Starling §4.3; laser's cluster entries, AlayaLaser §4.1);
     /// false starts from the medoid and gives its memory to the cache.
@@ -335,7 +336,7 @@ impl Args {
             adaptive_beam: self.adaptive_beam,
             dispatch_ratio: self.dispatch_ratio,
             rerank_factor: self.rerank_factor,
-            poll_us: self.poll_us,
+            poll_us: self.poll_us.unwrap_or(base.poll_us),
             ..base
         };
         let p = match self.radius {

@@ -538,6 +538,16 @@ fn bench_ablate_prints_the_study_with_the_page_model() {
     // With it, each read is expected to serve more than one expansion.
     let s_pages = f64_of(starling, "hops_per_query") - f64_of(starling, "cache_hits_per_query");
     assert!(f64_of(starling, "model_reads_per_query") < s_pages);
+    // The pipelined searches poll for completions by default (PipeANN's
+    // loop never sleeps); the beam searches sleep.
+    for (system, poll) in [
+        ("stratavec-pipeann", 1000),
+        ("stratavec-octopus-pipe", 1000),
+        ("stratavec-diskann", 0),
+        ("stratavec-starling", 0),
+    ] {
+        assert_eq!(row(system)["poll_us"], poll, "{system}");
+    }
 }
 
 /// `bench` times the systems round-robin: in each round every system runs

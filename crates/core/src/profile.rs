@@ -120,7 +120,13 @@ pub const PROFILES: &[Profile] = &[
         shuffle: Shuffle::None,
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
-        node_cache: CacheRank::Bfs,
+        // As octopus's: the records its searches, started at the
+        // navigation graph, expand most. A breadth-first cache from the
+        // medoid holds the approach the navigation graph skips: on
+        // wordnet-minilm (L = 40, 1 thread x 1 query) 38.3 reads a query
+        // against 35.9 (`benchmarks/results/pipeann-latency-384.jsonl`,
+        // pipeann against pipeann-visits, before this became the default).
+        node_cache: CacheRank::Visits,
         page_search: false,
         pipeline: false,
         two_stage: false,

@@ -149,8 +149,9 @@ pub struct Sweep<'a> {
     pub min_pass_s: f64,
     /// The I/O backend the index is read through.
     pub io: stratavec_io::Backend,
-    /// Microseconds a worker polls for a completion before it sleeps.
-    pub poll_us: u32,
+    /// Microseconds a worker polls for a completion before it sleeps;
+    /// `None` keeps the search's default (`SearchParams::with_io_defaults`).
+    pub poll_us: Option<u32>,
     /// Measure the pages' OR(G) and records a page at open (a scan of the
     /// pages file) for the page-I/O model (`bench::ablation`).
     pub page_utility: bool,
@@ -204,7 +205,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         in_flight,
         adaptive_beam: s.adaptive_beam,
         dispatch_ratio: s.dispatch_ratio,
-        poll_us: s.poll_us,
+        poll_us: s.poll_us.unwrap_or(io.poll_us),
         ..io
     };
     // Before the warm-up pass, so the scan's reads do not follow it.

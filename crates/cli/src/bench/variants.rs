@@ -129,7 +129,8 @@ const GORGEOUS: Variant = Variant {
 /// entry, pipelined search with the waste-driven width (OctopusANN's C4).
 const PIPEANN: Variant = Variant {
     name: "pipeann",
-    about: "the pipeann profile: navigation graph + pipelined search + adaptive width (C4)",
+    about: "the pipeann profile: navigation graph + pipelined search + adaptive width (C4), \
+            visit-frequency node cache",
     profile: "pipeann",
     nav: true,
     nav_share: 0.01,
@@ -358,9 +359,9 @@ pub const ALL: &[Variant] = &[
         ..BASE
     },
     Variant {
-        name: "pipeann-poll",
-        about: "pipeann with its workers polling for completions instead of sleeping",
-        poll_us: Some(POLL_US),
+        name: "pipeann-sleep",
+        about: "pipeann with its workers sleeping until a completion arrives instead of polling",
+        poll_us: Some(0),
         ..PIPEANN
     },
     Variant {
@@ -384,10 +385,10 @@ pub const ALL: &[Variant] = &[
         ..OCTOPUS
     },
     Variant {
-        name: "pipeann-visits",
-        about: "pipeann with a visit-frequency node cache (nodes most expanded by sample \
-                queries started at the navigation graph)",
-        node_rank: Some(CacheRank::Visits),
+        name: "pipeann-bfs",
+        about: "pipeann with DiskANN's node cache, breadth-first from the medoid, instead of \
+                the visit-frequency one",
+        node_rank: Some(CacheRank::Bfs),
         ..PIPEANN
     },
     Variant {

@@ -110,7 +110,8 @@ pub struct SearchParams {
     /// in the kernel (io_uring; 0 sleeps at once). A sleeping thread pays a
     /// wake-up on every completion it waits for, which a query alone on
     /// the device (1 thread x 1 query) waits for on every read; polling
-    /// spends the idle core instead. PipeANN polls its completions.
+    /// spends the idle core instead. The pipelined search polls by default
+    /// ([`PIPELINED_POLL_US`]), as PipeANN's does.
     #[serde(default)]
     pub poll_us: u32,
 }
@@ -269,6 +270,7 @@ impl SearchParams {
         if self.pipelined {
             self.beam_width = PIPELINED_WIDTH;
             self.in_flight = in_flight_for(PIPELINED_WIDTH);
+            self.poll_us = PIPELINED_POLL_US;
         } else if self.page_search && records_per_block >= NARROW_BEAM_BLOCK {
             self.beam_width = 2;
             self.in_flight = in_flight_for(2);
@@ -326,6 +328,17 @@ pub fn in_flight_for(beam_width: usize) -> usize {
 /// 37.7 and 39.5 reads a query; 16 buys little and reads more, which a
 /// loaded device pays for.
 pub const PIPELINED_WIDTH: usize = 8;
+
+/// Microseconds a worker of the pipelined search polls for a completion
+/// before it sleeps, by default. PipeANN's search loop never sleeps: it
+/// peeks at the completion queue between routing steps (`pipe_search`'s
+/// `poll_all`), so a read's completion is routed without a wake-up. Measured
+/// on wordnet-minilm, pipeann's index, L = 40 (recall 0.95): at 1 thread x
+/// 1 query p50 616 → 559 µs (`benchmarks/results/pipeann-latency-384.jsonl`,
+/// pipeann against pipeann-poll); at 2 threads x 16 queries QPS +8% in
+/// alternated runs, for twice the CPU time (a worker spins where it slept).
+/// `poll_us = 0` sleeps at once.
+pub const PIPELINED_POLL_US: u32 = 1000;
 
 /// Buffer slots a worker needs for `in_flight` queries at beam width W: one
 /// per read they can have in flight, at most [`READ_SLOTS`].
@@ -408,6 +421,11 @@ mod tests {
         let pipeann = SearchParams::for_profile(crate::profile::get("pipeann").unwrap())
             .with_io_defaults(1.0);
         assert_eq!((pipeann.beam_width, pipeann.in_flight), (8, 16));
+        // The pipelined search polls for completions (PipeANN's loop); the
+        // beam searches sleep; a caller's with_io keeps the poll.
+        assert_eq!(pipeann.poll_us, PIPELINED_POLL_US);
+        assert_eq!(pipeann.with_io(Some(4), Some(1)).poll_us, PIPELINED_POLL_US);
+        assert_eq!((starling.poll_us, base.with_io_defaults(1.0).poll_us), (0, 0));
         assert_eq!(in_flight_for(0), 128);
         assert_eq!(in_flight_for(1000), 1);
         assert_eq!(read_slots(32, 4), READ_SLOTS);
