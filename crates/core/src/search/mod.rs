@@ -425,7 +425,10 @@ mod tests {
         // beam searches sleep; a caller's with_io keeps the poll.
         assert_eq!(pipeann.poll_us, PIPELINED_POLL_US);
         assert_eq!(pipeann.with_io(Some(4), Some(1)).poll_us, PIPELINED_POLL_US);
-        assert_eq!((starling.poll_us, base.with_io_defaults(1.0).poll_us), (0, 0));
+        assert_eq!(
+            (starling.poll_us, base.with_io_defaults(1.0).poll_us),
+            (0, 0)
+        );
         assert_eq!(in_flight_for(0), 128);
         assert_eq!(in_flight_for(1000), 1);
         assert_eq!(read_slots(32, 4), READ_SLOTS);
