@@ -262,39 +262,30 @@ impl SearchParams {
     /// Reads per hop and queries in flight for this search over blocks of
     /// `records_per_block` records (mean): block search over blocks of
     /// [`NARROW_BEAM_BLOCK`] or more reads 2 blocks per hop, with twice the
-    /// queries in flight so as many reads are asked for ([`Self::with_io`]).
+    /// queries in flight so as many reads are asked for ([`in_flight_for`]).
     /// Each block read then brings several candidates, so a narrower beam
     /// stays closer to the best of them (Starling's Algorithm 2 reads one
     /// block per hop).
     pub fn with_io_defaults(mut self, records_per_block: f64) -> Self {
         if self.pipelined {
             self.beam_width = PIPELINED_WIDTH;
+            self.in_flight = in_flight_for(PIPELINED_WIDTH);
             self.poll_us = PIPELINED_POLL_US;
         } else if self.page_search && records_per_block >= NARROW_BEAM_BLOCK {
             self.beam_width = 2;
+            self.in_flight = in_flight_for(2);
         }
-        self.with_io(None, None)
+        self
     }
 
     /// These parameters with the caller's beam width and queries in flight
     /// where given; queries in flight otherwise follow the beam width
-    /// ([`in_flight_for`]), so a narrower beam keeps the queue as deep. A
-    /// beam search whose width starts narrow (doubling from 1, the
-    /// schedule) asks for fewer reads a hop than W while it approaches, so
-    /// its queries in flight follow the width it starts at. Measured on
-    /// wordnet-minilm, octopus (W = 2, doubling), 2 threads, L = 25, 20.6
-    /// reads a query: 3,654 QPS (mean of 15 passes) with 64 queries a
-    /// thread, 3,943 with 128, in alternated runs of the two binaries.
+    /// ([`in_flight_for`]), so a narrower beam keeps the queue as deep.
     pub fn with_io(self, beam_width: Option<usize>, in_flight: Option<usize>) -> Self {
         let beam_width = beam_width.unwrap_or(self.beam_width);
-        // The pipelined search keeps its W outstanding from the start.
-        let first = match self.pipelined {
-            true => beam_width,
-            false => Width::new(self.width, beam_width).current(),
-        };
         SearchParams {
             beam_width,
-            in_flight: in_flight.unwrap_or_else(|| in_flight_for(first)),
+            in_flight: in_flight.unwrap_or_else(|| in_flight_for(beam_width)),
             ..self
         }
     }
@@ -427,12 +418,6 @@ mod tests {
         let starling = SearchParams::for_profile(crate::profile::get("starling").unwrap())
             .with_io_defaults(7.75);
         assert_eq!((starling.beam_width, starling.in_flight), (2, 64));
-        // Doubling from 1 read a hop: queries in flight as for W = 1.
-        let octopus = SearchParams::for_profile(crate::profile::get("octopus").unwrap())
-            .with_io_defaults(7.75);
-        assert_eq!((octopus.beam_width, octopus.in_flight), (2, 128));
-        assert_eq!(octopus.clone().with_io(Some(4), None).in_flight, 128);
-        assert_eq!(octopus.with_io(Some(4), Some(7)).in_flight, 7);
         let pipeann = SearchParams::for_profile(crate::profile::get("pipeann").unwrap())
             .with_io_defaults(1.0);
         assert_eq!((pipeann.beam_width, pipeann.in_flight), (8, 16));
