@@ -124,8 +124,8 @@ pub const PROFILES: &[Profile] = &[
         // navigation graph, expand most. A breadth-first cache from the
         // medoid holds the approach the navigation graph skips: on
         // wordnet-minilm (L = 40, 1 thread x 1 query) 38.3 reads a query
-        // against 35.9 (`benchmarks/results/pipeann-latency-384.jsonl`,
-        // pipeann against pipeann-visits, before this became the default).
+        // with it against 36.2 (`benchmarks/results/pipeann-latency-384.jsonl`,
+        // pipeann-bfs against pipeann).
         node_cache: CacheRank::Visits,
         page_search: false,
         pipeline: false,

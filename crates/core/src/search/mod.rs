@@ -334,8 +334,8 @@ pub const PIPELINED_WIDTH: usize = 8;
 /// peeks at the completion queue between routing steps (`pipe_search`'s
 /// `poll_all`), so a read's completion is routed without a wake-up. Measured
 /// on wordnet-minilm, pipeann's index, L = 40 (recall 0.95): at 1 thread x
-/// 1 query p50 616 → 559 µs (`benchmarks/results/pipeann-latency-384.jsonl`,
-/// pipeann against pipeann-poll); at 2 threads x 16 queries QPS +8% in
+/// 1 query p50 737 → 649 µs (`benchmarks/results/pipeann-latency-384.jsonl`,
+/// pipeann-sleep against pipeann); at 2 threads x 16 queries QPS +8% in
 /// alternated runs, for twice the CPU time (a worker spins where it slept).
 /// `poll_us = 0` sleeps at once.
 pub const PIPELINED_POLL_US: u32 = 1000;
