@@ -139,10 +139,6 @@ const PIPEANN: Variant = Variant {
     ..BASE
 };
 
-/// The poll of the `-poll` variants: longer than one read takes, so a
-/// query alone on the device never sleeps.
-const POLL_US: u32 = 1000;
-
 /// OctopusANN's C5 as its profile builds it: navigation graph, BNF blocks,
 /// block search (with Starling's I/O–compute overlap) and dynamic width.
 const OCTOPUS: Variant = Variant {
@@ -355,7 +351,8 @@ pub const ALL: &[Variant] = &[
     Variant {
         name: "diskann-poll",
         about: "diskann with its workers polling for completions instead of sleeping",
-        poll_us: Some(POLL_US),
+        // As long as the pipelined searches poll by default.
+        poll_us: Some(stratavec::search::PIPELINED_POLL_US),
         ..BASE
     },
     Variant {
