@@ -182,7 +182,14 @@ fn run_one_worker<S: Strategy>(
     // Finished states whose buffers the next queries reuse.
     let pool = std::cell::RefCell::new(Vec::<S::State>::new());
     // Queries claimed and started together (`group` of them), handed out
-    // one at a time; a query's latency is timed from when it is handed out.
+    // one at a time. A query's latency is its share of the group's start
+    // (preparing it, its tables, its entry search: work done before its
+    // first read, so a caller waits for it) plus the time from when it is
+    // handed out to when it retires. Queries wait in `ready` only while
+    // every slot is busy, and never in latency mode: a group is no larger
+    // than the queries a worker keeps in flight, so one query at a time
+    // starts alone, as a caller with one query would.
+    let group = group.min(shape.in_flight.max(1));
     let ready = std::cell::RefCell::new(std::collections::VecDeque::<(usize, S::State)>::new());
     let mut started = Vec::with_capacity(group);
     let ws = run_worker(
@@ -197,6 +204,7 @@ fn run_one_worker<S: Strategy>(
                     return None;
                 }
                 let claimed = first..(first + group).min(nq);
+                let t = std::time::Instant::now();
                 let queries = claimed
                     .clone()
                     .map(|qi| {
@@ -205,6 +213,10 @@ fn run_one_worker<S: Strategy>(
                     })
                     .collect();
                 strategy.start_group(ctx, queries, &mut pool.borrow_mut(), &mut started);
+                let share = t.elapsed().as_secs_f64() * 1e6 / started.len().max(1) as f64;
+                for s in &mut started {
+                    s.stats().latency_us = share;
+                }
                 ready.extend(claimed.zip(started.drain(..)));
             }
             ready.pop_front()
@@ -226,4 +238,125 @@ fn run_one_worker<S: Strategy>(
     );
     flush(&mut local);
     ws.map(|w| w.io_wait_s).map_err(Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::beam::{Beam, BeamSearch};
+    use crate::search::WidthPolicy;
+    use crate::synthetic::{clustered, SyntheticSpec};
+    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+    use std::time::Duration;
+
+    /// Beam search whose start takes at least `delay` (as an entry search
+    /// or a query map would), grouped `group` queries at a time.
+    struct SlowStart {
+        beam: Beam,
+        delay: Duration,
+        group: usize,
+    }
+
+    impl Strategy for SlowStart {
+        type State = BeamSearch;
+        fn start(
+            &self,
+            ctx: &SearchContext,
+            q: PreparedQuery,
+            r: Option<BeamSearch>,
+        ) -> BeamSearch {
+            std::thread::sleep(self.delay);
+            self.beam.start(ctx, q, r)
+        }
+        fn finish(&self, state: &mut BeamSearch, k: usize, out: &mut Vec<(f32, u32)>) {
+            self.beam.finish(state, k, out)
+        }
+        fn group(&self) -> usize {
+            self.group
+        }
+    }
+
+    /// A query's latency counts the work done before its first read, and a
+    /// query waits for no other's start: one query in flight starts alone
+    /// even when its strategy would start several together.
+    #[test]
+    fn latency_counts_the_start_and_one_query_in_flight_starts_alone() {
+        let dim = 8;
+        let (base, queries) = clustered(&SyntheticSpec {
+            n: 600,
+            queries: 6,
+            dim,
+            clusters: 4,
+            seed: 3,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let params = BuildParams {
+            graph_degree: 12,
+            complexity: 24,
+            pq_bytes: 2,
+            pq_sample: 600,
+            ..BuildParams::for_profile("diskann")
+        };
+        let data = crate::data::Vectors::f32(&base, dim).unwrap();
+        build_index(
+            data,
+            "test",
+            dir.path(),
+            &params,
+            1,
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        let opts = OpenOptions {
+            io: stratavec_io::Backend::Ram,
+            ..Default::default()
+        };
+        let index = Index::open(dir.path(), &opts).unwrap();
+        let sp = SearchParams {
+            complexity: 16,
+            ..Default::default()
+        };
+        let ctx = index.context(&sp);
+        let delay = Duration::from_millis(5);
+        let strategy = SlowStart {
+            beam: Beam {
+                complexity: 16,
+                beam_width: 4,
+                width: WidthPolicy::Fixed,
+                pipeline: false,
+                page_search: None,
+                range: None,
+            },
+            delay,
+            group: 3,
+        };
+        for in_flight in [1, 3] {
+            let shape = BatchShape {
+                queries: &queries,
+                dim,
+                k: 5,
+                in_flight,
+                ranges: false,
+            };
+            let reader = index.take_reader(16).unwrap();
+            let t = std::time::Instant::now();
+            let (res, ends) = run_batch(&ctx, &strategy, vec![reader], &shape);
+            let wall_us = t.elapsed().as_secs_f64() * 1e6;
+            assert!(ends.iter().all(|e| e.io_wait.is_ok()));
+            assert_eq!(res.failed(), 0);
+            let lat: Vec<f64> = res.stats.iter().map(|s| s.latency_us).collect();
+            // Each query's own start, or its share of its group's.
+            assert!(
+                lat.iter().all(|&l| l >= delay.as_secs_f64() * 1e6),
+                "in flight {in_flight}: latencies {lat:?} miss the {delay:?} start"
+            );
+            if in_flight == 1 {
+                // One at a time: the latencies add up to the batch (the rest
+                // is handing results back), never more.
+                let sum: f64 = lat.iter().sum();
+                assert!(sum <= wall_us, "{sum} µs over the batch's {wall_us}");
+                assert!(sum >= 0.5 * wall_us, "{sum} µs of the batch's {wall_us}");
+            }
+        }
+    }
 }

@@ -105,7 +105,9 @@ where
             let finished = q.error.is_some() || q.state.is_done() || !q.dirty;
             if q.outstanding == 0 && finished {
                 let mut q = entry.take().expect("active");
-                q.state.stats().latency_us = q.start.elapsed().as_secs_f64() * 1e6;
+                // Added to what the query's start put there (`run_batch`:
+                // its share of the work before its first read).
+                q.state.stats().latency_us += q.start.elapsed().as_secs_f64() * 1e6;
                 let error = q.error.map(|e| e.to_string()).or_else(|| q.state.failure());
                 done(QueryOutcome {
                     index: q.index,

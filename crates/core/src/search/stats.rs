@@ -16,7 +16,9 @@ pub struct QueryStats {
     pub exact: u64,
     /// Estimated distance computations (codes).
     pub estimated: u64,
-    /// Wall time from admission to completion, microseconds.
+    /// Wall time a caller waits for the query, microseconds: its share of
+    /// its start (query preparation, tables, entry search) plus the time
+    /// from admission to completion.
     pub latency_us: f64,
     /// Range search: times the candidate window was doubled.
     #[serde(default)]
