@@ -726,7 +726,7 @@ impl Index {
     #[pyo3(signature = (
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
-        prune_ratio = 0.3, nav_complexity = 16, on_error = "raise", two_stage = None,
+        prune_ratio = 0.3, nav_complexity = 10, on_error = "raise", two_stage = None,
         refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 0.5, pipelined = None,
         width = None, rerank_factor = 4.0, poll_us = None
     ))]
@@ -824,7 +824,7 @@ impl Index {
     #[pyo3(signature = (
         queries, radius, *, complexity = 32, beam_width = None, threads = None, in_flight = None,
         phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3,
-        nav_complexity = 16, on_error = "raise"
+        nav_complexity = 10, on_error = "raise"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn range_search<'py>(

@@ -531,7 +531,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
-        nav_complexity: int = 16,
+        nav_complexity: int = 10,
         on_error: str = "raise",
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every indexed vector within ``radius`` of each query, like faiss.
@@ -582,7 +582,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
-        nav_complexity: int = 16,
+        nav_complexity: int = 10,
         on_error: str = "raise",
         two_stage: Optional[bool] = None,
         refine_ratio: float = 0.5,

@@ -98,7 +98,7 @@ class Index:
         page_search: Optional[bool] = None,
         pipeline: Optional[bool] = None,
         prune_ratio: float = 0.3,
-        nav_complexity: int = 16,
+        nav_complexity: int = 10,
         on_error: str = "raise",
         two_stage: Optional[bool] = None,
         refine_ratio: float = 0.5,

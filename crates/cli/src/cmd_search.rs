@@ -98,7 +98,7 @@ pub struct Args {
     nav_graph: bool,
     /// Search list size of the navigation graph's search (its best 4 nodes
     /// start the disk search).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = stratavec::search::NAV_COMPLEXITY)]
     nav_complexity: usize,
     /// Range search: every vector within this distance; --gt must then be a
     /// range ground truth (`stratavec gt --radius`). Reports AP, recall and

@@ -14,7 +14,10 @@
 //!
 //! The list, visited set, tables and exact distances are those of
 //! [`BeamSearch`], whose parts this search drives in another order; block
-//! search over shuffled pages works as in the beam (Starling §4.2).
+//! search over shuffled pages works as in the beam (Starling §4.2). The
+//! entry points' reads go out before the estimator's table is prepared
+//! ([`BeamSearch::start_unprepared`]): nothing steers them but the entry
+//! search, and the table is ready before they arrive.
 
 use super::beam::BeamSearch;
 use super::block;
@@ -72,9 +75,32 @@ impl PipeSearch {
         p
     }
 
+    /// Prepares the estimator's table if the start left it: the starts
+    /// enter the list, and the reads and pages of those already read for
+    /// take their estimates. True if it did work.
+    fn prepare(&mut self, ctx: &SearchContext) -> bool {
+        let (flights, arrived) = (&mut self.flights, &mut self.arrived);
+        self.core.prepare_table(ctx, |id, est| {
+            for f in flights.iter_mut() {
+                if f.id == id || f.riders.contains(&id) {
+                    f.est = f.est.min(est);
+                }
+            }
+            for p in arrived.iter_mut() {
+                if p.targets.contains(&id) {
+                    p.est = p.est.min(est);
+                }
+            }
+        })
+    }
+
     /// Routes every arrived page: its targets' neighbours into the list
     /// (and block search's claims), unless the read was wasted.
     fn route(&mut self, ctx: &SearchContext) {
+        if self.arrived.is_empty() {
+            return;
+        }
+        self.prepare(ctx);
         let mut pages = std::mem::take(&mut self.arrived);
         for page in &mut pages {
             let useful = self.core.ranks(page.est);
@@ -110,6 +136,9 @@ impl PipeSearch {
 
     /// The part of each routed page that does not steer the search.
     fn run_deferred(&mut self, ctx: &SearchContext) -> bool {
+        if self.prepare(ctx) {
+            return true;
+        }
         if self.deferred.is_empty() {
             return false;
         }
@@ -133,6 +162,17 @@ impl PipeSearch {
     /// cached candidates are expanded on the spot.
     fn issue(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
         while self.flights.len() < self.width.current() && !self.core.stopped() {
+            if let Some(id) = self.core.pending_start() {
+                if ctx.cache.get(id).is_some() {
+                    // Expanding it needs the table: the starts join the
+                    // list and go as any candidate.
+                    self.prepare(ctx);
+                } else {
+                    self.core.start_read(id);
+                    self.send(ctx, id, f32::INFINITY, reads);
+                }
+                continue;
+            }
             let Some(c) = self.core.next_candidate() else {
                 return;
             };
@@ -141,21 +181,27 @@ impl PipeSearch {
                 self.core.stats().cache_hits += 1;
                 continue;
             }
-            let span = ctx.layout.span_of(c.id);
-            if let Some(f) = self.flights.iter_mut().find(|f| f.span == span) {
-                f.riders.push(c.id);
-                f.est = f.est.min(c.dist);
-                self.core.stats().shared_reads += 1;
-                continue;
-            }
-            reads.push(Read { key: c.id, span });
-            self.flights.push(Flight {
-                id: c.id,
-                span,
-                est: c.dist,
-                riders: Vec::new(),
-            });
+            self.send(ctx, c.id, c.dist, reads);
         }
+    }
+
+    /// Reads `id`'s page, or rides on a read in flight for the same page.
+    /// `est`: its estimate (infinite for a start read before the table).
+    fn send(&mut self, ctx: &SearchContext, id: u32, est: f32, reads: &mut Vec<Read>) {
+        let span = ctx.layout.span_of(id);
+        if let Some(f) = self.flights.iter_mut().find(|f| f.span == span) {
+            f.riders.push(id);
+            f.est = f.est.min(est);
+            self.core.stats().shared_reads += 1;
+            return;
+        }
+        reads.push(Read { key: id, span });
+        self.flights.push(Flight {
+            id,
+            span,
+            est,
+            riders: Vec::new(),
+        });
     }
 }
 
@@ -234,20 +280,15 @@ impl Strategy for Pipe {
         query: PreparedQuery,
         reuse: Option<PipeSearch>,
     ) -> PipeSearch {
-        let (core, mut parts) = match reuse {
+        let (old, mut parts) = match reuse {
             Some(mut old) => {
-                let core = old
-                    .core
-                    .recycle(ctx, query, self.complexity, self.beam_width);
                 old.spare.append(&mut old.arrived);
                 old.spare.append(&mut old.deferred);
-                (core, old.spare)
+                (Some(old.core), old.spare)
             }
-            None => (
-                BeamSearch::new(ctx, query, self.complexity, self.beam_width),
-                Vec::new(),
-            ),
+            None => (None, Vec::new()),
         };
+        let core = BeamSearch::unprepared(old, ctx, query, self.complexity, self.beam_width);
         parts.truncate(self.beam_width.max(1));
         // Block search's visited set is sized as the beam's (`with_page_search`).
         let core = match self.page_search {
@@ -273,5 +314,118 @@ impl Strategy for Pipe {
 
     fn reusable(&self, state: &PipeSearch) -> bool {
         state.flights.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::WidthPolicy;
+    use crate::synthetic::{clustered, SyntheticSpec};
+    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+
+    /// The starts' reads go out before the estimator's table is prepared;
+    /// the table is prepared while they are in flight (the scheduler's
+    /// `deferred`), and the starts are then in the list, read, at their
+    /// estimates, as an eager start would have put them.
+    #[test]
+    fn starts_are_read_before_the_table_is_prepared() {
+        let dim = 16;
+        let (base, queries) = clustered(&SyntheticSpec {
+            n: 2000,
+            queries: 5,
+            dim,
+            clusters: 8,
+            seed: 5,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let params = BuildParams {
+            graph_degree: 16,
+            complexity: 32,
+            pq_bytes: 4,
+            pq_sample: 2000,
+            nav_sample: 0.05,
+            ..BuildParams::for_profile("pipeann")
+        };
+        let data = crate::data::Vectors::f32(&base, dim).unwrap();
+        build_index(
+            data,
+            "test",
+            dir.path(),
+            &params,
+            1,
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        // No node cache (the budget of everything else): every start is read.
+        let open = |budget: usize| {
+            let opts = OpenOptions {
+                io: stratavec_io::Backend::Ram,
+                memory_budget_bytes: Some(budget as u64),
+                ..Default::default()
+            };
+            Index::open(dir.path(), &opts).unwrap()
+        };
+        let all = open(1 << 30);
+        assert!(all.memory().get("nav") > 0, "{}", all.memory());
+        let index = open(all.memory().total() - all.memory().get("cache"));
+        assert_eq!(index.cached_nodes(), 0);
+        let sp = SearchParams {
+            complexity: 20,
+            ..Default::default()
+        };
+        let ctx = index.context(&sp);
+        let pipe = Pipe {
+            complexity: 20,
+            beam_width: 8,
+            width: WidthPolicy::Fixed,
+            page_search: None,
+        };
+        let mut reuse = None;
+        for q in queries.chunks_exact(dim) {
+            let mut starts = Vec::new();
+            ctx.entry.starts(q, ctx.entry_complexity, &mut starts);
+            assert!(!starts.is_empty());
+            let query = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+            let mut s = pipe.start(&ctx, query, reuse.take());
+            assert!(!s.core.table_ready());
+            let mut reads = Vec::new();
+            s.step(&ctx, &mut reads);
+            // The starts, nearest first, and nothing else; two starts in
+            // one page share its read.
+            let keys: Vec<u32> = reads.iter().map(|r| r.key).collect();
+            let mut read_for: Vec<u32> = s
+                .flights
+                .iter()
+                .flat_map(|f| f.riders.iter().copied().chain([f.id]))
+                .collect();
+            read_for.sort_unstable();
+            let mut sorted = starts.clone();
+            sorted.sort_unstable();
+            assert_eq!(read_for, sorted);
+            assert!(keys.iter().all(|k| starts.contains(k)) && keys.len() <= starts.len());
+            assert_eq!(keys[0], starts[0]);
+            assert!(!s.core.table_ready(), "the first reads wait for no table");
+            // Nothing has arrived: the worker's idle hook prepares it.
+            assert!(s.deferred(&ctx));
+            assert!(s.core.table_ready());
+            let mut table = crate::quant::QueryTable::default();
+            ctx.quantizer.prepare(
+                &PreparedQuery::new(q, ctx.dtype, ctx.metric).f32,
+                &mut table,
+            );
+            for f in &s.flights {
+                // A shared read ranks by the best of its starts.
+                let best = f
+                    .riders
+                    .iter()
+                    .chain([&f.id])
+                    .map(|&id| ctx.quantizer.estimate(&table, id))
+                    .fold(f32::INFINITY, f32::min);
+                assert_eq!(f.est, best, "start {}", f.id);
+            }
+            assert_eq!(s.core.progress(), starts.len(), "every start listed, read");
+            reuse = Some(s);
+        }
     }
 }
