@@ -163,3 +163,20 @@ def publish(text: str, out: str | None, into: str | None, tag: str) -> None:
     _, tail = rest.split(end, 1)
     with open(into, "w") as f:
         f.write(head + begin + marker_line + "\n\n" + text + "\n" + end + tail)
+
+
+# The `latency_mode` of stratavec rows written before a query's latency
+# counted its start (tables, entry search, laser's query map): from
+# admission only.
+ADMISSION_ONLY = "in-batch (admission to completion, in_flight queries per thread)"
+
+
+def latency_caveat(rows: list[dict]) -> str:
+    """A caption's note when stratavec rows timed queries from admission
+    only (before the start counted): '' when every row counts the start."""
+    old = any(r.get("kind") == "search" and r.get("latency_mode") == ADMISSION_ONLY
+              and str(r.get("system", "")).startswith("stratavec") for r in rows)
+    if not old:
+        return ""
+    return (" — these rows predate latency counting a query's start (tables, entry search), "
+            "so stratavec's p50s here leave out 20–90 µs a query")

@@ -41,3 +41,19 @@ def test_spread_and_show():
 def test_rows_of_old_runs_are_round_zero():
     assert R.round_of({"L": 1}) == 0
     assert list(R.by_round([{"round": 1}, {}])) == [0, 1]
+
+
+def test_latency_caveat_names_rows_timed_from_admission_only():
+    old = row("stratavec-diskann", 0, 10, 0.9, 1.0, latency_mode=R.ADMISSION_ONLY)
+    new = row("stratavec-diskann", 0, 10, 0.9, 1.0, latency_mode="in-batch (its start, then ...)")
+    peer = row("hnswlib", 0, 10, 0.9, 1.0, latency_mode=R.ADMISSION_ONLY)
+    assert "start" in R.latency_caveat([new, old])
+    assert R.latency_caveat([new, peer]) == ""
+    assert R.latency_caveat([]) == ""
+
+
+def test_the_engine_writes_the_latency_mode_the_caveat_knows():
+    # The caveat keys on the old string; the engine's current one differs.
+    src = (Path(__file__).resolve().parents[2] / "crates/cli/src/bench/run.rs").read_text()
+    assert "its start, then admission to completion" in src
+    assert R.ADMISSION_ONLY not in src

@@ -1,6 +1,14 @@
 //! One stratavec profile in a bench run: build (in a child process, so its
 //! peak RSS is its own) or reuse a matching index, then sweep L.
 
+/// What a row's latency counts (`latency_mode`): a query's share of its
+/// start (query preparation, tables, entry search: work before its first
+/// read), then admission to completion, with `in_flight` queries a thread.
+/// Rows before this counted from admission only, 20-90 µs less a query at
+/// 384-d; `benchmarks/*_table.py` label those.
+pub const LATENCY_MODE: &str =
+    "in-batch (its start, then admission to completion; in_flight queries per thread)";
+
 use crate::measured::measure;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -311,7 +319,7 @@ impl Opened<'_> {
         let mut row = json!({
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
             "n": index.len(), "d": index.dim(), "nq": s.gt.nq, "round": round,
-            "latency_mode": "in-batch (admission to completion, in_flight queries per thread)",
+            "latency_mode": LATENCY_MODE,
             "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
             "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
