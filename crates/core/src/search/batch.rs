@@ -244,9 +244,10 @@ fn run_one_worker<S: Strategy>(
 mod tests {
     use super::*;
     use crate::search::beam::{Beam, BeamSearch};
+    use crate::search::testing::{open_in_ram, small_index};
     use crate::search::WidthPolicy;
-    use crate::synthetic::{clustered, SyntheticSpec};
-    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+    use crate::synthetic::SyntheticSpec;
+    use crate::{BuildParams, SearchParams};
     use std::time::Duration;
 
     /// Beam search whose start takes at least `delay` (as an entry search
@@ -282,14 +283,13 @@ mod tests {
     #[test]
     fn latency_counts_the_start_and_one_query_in_flight_starts_alone() {
         let dim = 8;
-        let (base, queries) = clustered(&SyntheticSpec {
+        let spec = SyntheticSpec {
             n: 600,
             queries: 6,
             dim,
             clusters: 4,
             seed: 3,
-        });
-        let dir = tempfile::tempdir().unwrap();
+        };
         let params = BuildParams {
             graph_degree: 12,
             complexity: 24,
@@ -297,21 +297,8 @@ mod tests {
             pq_sample: 600,
             ..BuildParams::for_profile("diskann")
         };
-        let data = crate::data::Vectors::f32(&base, dim).unwrap();
-        build_index(
-            data,
-            "test",
-            dir.path(),
-            &params,
-            1,
-            &crate::progress::Silent,
-        )
-        .unwrap();
-        let opts = OpenOptions {
-            io: stratavec_io::Backend::Ram,
-            ..Default::default()
-        };
-        let index = Index::open(dir.path(), &opts).unwrap();
+        let (dir, _, queries) = small_index(&spec, &params);
+        let index = open_in_ram(dir.path(), None);
         let sp = SearchParams {
             complexity: 16,
             ..Default::default()

@@ -444,3 +444,42 @@ mod tests {
         assert_eq!(read_slots(0, 0), 1);
     }
 }
+
+/// Small indexes for the search modules' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::synthetic::{clustered, SyntheticSpec};
+    use crate::{build_index, BuildParams, Index, OpenOptions};
+
+    /// Clustered synthetic vectors built with `params` into a temporary
+    /// directory: (the directory, base, queries).
+    pub(crate) fn small_index(
+        spec: &SyntheticSpec,
+        params: &BuildParams,
+    ) -> (tempfile::TempDir, Vec<f32>, Vec<f32>) {
+        let (base, queries) = clustered(spec);
+        let dir = tempfile::tempdir().unwrap();
+        let data = crate::data::Vectors::f32(&base, spec.dim).unwrap();
+        build_index(
+            data,
+            "test",
+            dir.path(),
+            params,
+            2,
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        (dir, base, queries)
+    }
+
+    /// The index in `dir` read through the RAM backend, within `budget`
+    /// bytes when given.
+    pub(crate) fn open_in_ram(dir: &std::path::Path, budget: Option<usize>) -> Index {
+        let opts = OpenOptions {
+            io: stratavec_io::Backend::Ram,
+            memory_budget_bytes: budget.map(|b| b as u64),
+            ..Default::default()
+        };
+        Index::open(dir, &opts).unwrap()
+    }
+}

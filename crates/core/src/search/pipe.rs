@@ -320,9 +320,10 @@ impl Strategy for Pipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::testing::{open_in_ram, small_index};
     use crate::search::WidthPolicy;
-    use crate::synthetic::{clustered, SyntheticSpec};
-    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+    use crate::synthetic::SyntheticSpec;
+    use crate::{BuildParams, SearchParams};
 
     /// The starts' reads go out before the estimator's table is prepared;
     /// the table is prepared while they are in flight (the scheduler's
@@ -331,14 +332,13 @@ mod tests {
     #[test]
     fn starts_are_read_before_the_table_is_prepared() {
         let dim = 16;
-        let (base, queries) = clustered(&SyntheticSpec {
+        let spec = SyntheticSpec {
             n: 2000,
             queries: 5,
             dim,
             clusters: 8,
             seed: 5,
-        });
-        let dir = tempfile::tempdir().unwrap();
+        };
         let params = BuildParams {
             graph_degree: 16,
             complexity: 32,
@@ -347,28 +347,12 @@ mod tests {
             nav_sample: 0.05,
             ..BuildParams::for_profile("pipeann")
         };
-        let data = crate::data::Vectors::f32(&base, dim).unwrap();
-        build_index(
-            data,
-            "test",
-            dir.path(),
-            &params,
-            1,
-            &crate::progress::Silent,
-        )
-        .unwrap();
+        let (dir, _, queries) = small_index(&spec, &params);
         // No node cache (the budget of everything else): every start is read.
-        let open = |budget: usize| {
-            let opts = OpenOptions {
-                io: stratavec_io::Backend::Ram,
-                memory_budget_bytes: Some(budget as u64),
-                ..Default::default()
-            };
-            Index::open(dir.path(), &opts).unwrap()
-        };
-        let all = open(1 << 30);
+        let all = open_in_ram(dir.path(), Some(1 << 30));
         assert!(all.memory().get("nav") > 0, "{}", all.memory());
-        let index = open(all.memory().total() - all.memory().get("cache"));
+        let budget = all.memory().total() - all.memory().get("cache");
+        let index = open_in_ram(dir.path(), Some(budget));
         assert_eq!(index.cached_nodes(), 0);
         let sp = SearchParams {
             complexity: 20,

@@ -357,10 +357,10 @@ impl Strategy for TwoStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Vectors;
     use crate::search::run_worker;
-    use crate::synthetic::{clustered, SyntheticSpec};
-    use crate::{build_index, BuildParams, Index, OpenOptions, SearchParams};
+    use crate::search::testing::{open_in_ram, small_index};
+    use crate::synthetic::SyntheticSpec;
+    use crate::{BuildParams, Index, SearchParams};
 
     /// σ = 1 with every adjacency list in RAM: the search stage reads
     /// nothing, and the result is exactly the exact re-rank of the
@@ -368,14 +368,13 @@ mod tests {
     #[test]
     fn sigma_one_with_the_whole_graph_cached_is_the_exact_rerank_of_its_candidates() {
         let dim = 12;
-        let (base, queries) = clustered(&SyntheticSpec {
+        let spec = SyntheticSpec {
             n: 1500,
             queries: 40,
             dim,
             clusters: 8,
             seed: 9,
-        });
-        let dir = tempfile::tempdir().unwrap();
+        };
         let params = BuildParams {
             graph_degree: 16,
             complexity: 32,
@@ -383,27 +382,11 @@ mod tests {
             pq_sample: 1500,
             ..BuildParams::for_profile("gorgeous")
         };
-        let data = Vectors::f32(&base, dim).unwrap();
-        build_index(
-            data,
-            "test",
-            dir.path(),
-            &params,
-            2,
-            &crate::progress::Silent,
-        )
-        .unwrap();
-        let open = |budget: usize| {
-            let opts = OpenOptions {
-                memory_budget_bytes: Some(budget as u64),
-                io: stratavec_io::Backend::Ram,
-                ..Default::default()
-            };
-            Index::open(dir.path(), &opts).unwrap()
-        };
+        let (dir, base, queries) = small_index(&spec, &params);
         // Every record cached too; then the lists alone (refinement reads).
-        let all = open(1 << 30);
-        let lists_only = open(all.memory().total() - all.memory().get("cache"));
+        let all = open_in_ram(dir.path(), Some(1 << 30));
+        let budget = all.memory().total() - all.memory().get("cache");
+        let lists_only = open_in_ram(dir.path(), Some(budget));
         assert_eq!(lists_only.cached_nodes(), 0);
         for index in [all, lists_only] {
             check_rerank(&index, &base, &queries, dim, false);
