@@ -204,20 +204,14 @@ impl BeamSearch {
 
     /// The query's table and its entry points in the list.
     fn start(&mut self, ctx: &SearchContext) {
-        self.unlisted.clear();
-        self.table_ready = true;
-        self.stats.estimated += ctx.seed(
-            &self.query.f32,
-            &mut self.table,
-            &mut self.visited,
-            &mut self.list,
-        );
+        self.start_unprepared(ctx);
+        self.prepare_table(ctx, |_, _| {});
     }
 
     /// A start that leaves the table for later: the entry points are found
     /// (and marked visited) but wait outside the list, nearest first, so
     /// their reads can go out before the table they are estimated with is
-    /// prepared (`next_start`, `prepare_table`). The table's float
+    /// prepared (`pending_start`, `prepare_table`). The table's float
     /// distances to every centroid are work the first reads need not wait
     /// for: 20-30 µs a query at 384-d, ~4% of a lone pipelined query.
     pub(super) fn start_unprepared(&mut self, ctx: &SearchContext) {
