@@ -50,9 +50,9 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
         assert!(m.files.contains_key(f), "{f}");
     }
     // No codes in RAM: "codes" is the PCA basis and RaBitQ's rotation
-    // fused into one f16 matrix (128 x 128; 4 bytes a value where it is
-    // held as AMX tiles), its images of the two centres and the mean,
-    // whatever n is.
+    // fused into one f16 matrix (128 x 128; 2 bytes a value more where
+    // it is also held as bf16 AMX tiles), its images of the two centres
+    // and the mean, whatever n is.
     let plain = open_with(&dir, None, true);
     assert_eq!(m.build.code_dim, Some(DIM));
     let per_value = if stratavec_simd::amx::active() { 4 } else { 2 };

@@ -2,14 +2,18 @@
 //! a group. The laser search maps each query through the codes' matrix and
 //! scans the cluster entries with it, both at the start of every query.
 //!
-//! Where the process has AMX ([`crate::amx::active`]), the matrix is held
-//! as AMX tiles (the same f16 values, split exactly into bf16 pairs) and
-//! every product runs on them; elsewhere it is held as f16 bytes and runs
-//! on [`crate::matmat_f16`]. Either way one vector's answer is the same
-//! bits alone or in a group, so a search gives the same answers whether
-//! its queries were grouped or not. Answers of the two holdings differ in
-//! rounding only (both are within 2^-14 of `Σ|m_i x_i|` of the exact
-//! product; the tests check it).
+//! The matrix is held as f16 bytes and its products run on
+//! [`crate::matmat_f16`], within 2^-14 of `Σ|m_i x_i|` of the exact
+//! product of the f16 values. A caller whose answers are quantized further
+//! (the laser query's map, whose image becomes u8 tables) may ask for
+//! [`F16Matrix::from_f16_bytes_on_tiles`]: where the process has AMX
+//! ([`crate::amx::active`]) the products then run on tiles holding the
+//! matrix in bf16, within 2^-8 (see [`crate::amx`] for why that is enough
+//! and faster at every group size). Either way one vector's answer is the
+//! same bits alone or in a group, so a search gives the same answers
+//! whether its queries were grouped or not, and [`F16Matrix::get`] gives
+//! the f16 values, so what an index writes from them does not depend on
+//! the CPU.
 
 use crate::amx::{self, Tiles};
 
@@ -21,27 +25,25 @@ fn f16_at(bytes: &[u8], i: usize) -> f32 {
 pub struct F16Matrix {
     rows: usize,
     n: usize,
-    held: Held,
-}
-
-enum Held {
     /// Little-endian f16, row-major.
-    F16(Vec<u8>),
-    Tiles(Tiles),
+    f16: Vec<u8>,
+    /// The products' holding where the process has AMX.
+    tiles: Option<Tiles>,
 }
 
 impl F16Matrix {
-    /// From `rows × n` f16 values (little-endian bytes, row-major), held as
-    /// this process computes fastest. Panics unless `bytes` holds whole
-    /// rows of `n ≥ 1` values.
+    /// From `rows × n` f16 values (little-endian bytes, row-major), the
+    /// products on the f16 kernels. Panics unless `bytes` holds whole rows
+    /// of `n ≥ 1` values.
     pub fn from_f16_bytes(bytes: Vec<u8>, n: usize) -> F16Matrix {
-        F16Matrix::hold(bytes, n, amx::active())
+        F16Matrix::hold(bytes, n, false)
     }
 
-    /// As [`Self::from_f16_bytes`], on the f16 kernels whatever the CPU
-    /// (tests compare the two holdings).
-    pub fn from_f16_bytes_without_amx(bytes: Vec<u8>, n: usize) -> F16Matrix {
-        F16Matrix::hold(bytes, n, false)
+    /// As [`Self::from_f16_bytes`], the products on AMX tiles (the matrix
+    /// in bf16, answers within 2^-8 of `Σ|m_i x_i|`) where the process has
+    /// them; the tiles take as many bytes again as the f16 values.
+    pub fn from_f16_bytes_on_tiles(bytes: Vec<u8>, n: usize) -> F16Matrix {
+        F16Matrix::hold(bytes, n, amx::active())
     }
 
     fn hold(bytes: Vec<u8>, n: usize, tiles: bool) -> F16Matrix {
@@ -51,11 +53,13 @@ impl F16Matrix {
             bytes.len()
         );
         let rows = bytes.len() / (2 * n);
-        let held = match tiles {
-            true => Held::Tiles(Tiles::new(|r, d| f16_at(&bytes, r * n + d), rows, n)),
-            false => Held::F16(bytes),
-        };
-        F16Matrix { rows, n, held }
+        let tiles = tiles.then(|| Tiles::new(|r, d| f16_at(&bytes, r * n + d), rows, n));
+        F16Matrix {
+            rows,
+            n,
+            f16: bytes,
+            tiles,
+        }
     }
 
     pub fn rows(&self) -> usize {
@@ -69,27 +73,21 @@ impl F16Matrix {
 
     /// Whether the products run on AMX tiles.
     pub fn on_amx(&self) -> bool {
-        matches!(self.held, Held::Tiles(_))
+        self.tiles.is_some()
     }
 
-    /// Element (r, d) widened to f32.
+    /// Element (r, d) widened to f32 (the f16 value, whatever the holding).
     pub fn get(&self, r: usize, d: usize) -> f32 {
         assert!(
             r < self.rows && d < self.n,
             "f16 matrix: ({r}, {d}) out of range"
         );
-        match &self.held {
-            Held::F16(b) => f16_at(b, r * self.n + d),
-            Held::Tiles(t) => t.get(r, d),
-        }
+        f16_at(&self.f16, r * self.n + d)
     }
 
-    /// Bytes held in RAM.
+    /// Bytes held in RAM: the f16 values, and the tiles where there are.
     pub fn resident_bytes(&self) -> usize {
-        match &self.held {
-            Held::F16(b) => b.len(),
-            Held::Tiles(t) => t.bytes(),
-        }
+        self.f16.len() + self.tiles.as_ref().map_or(0, Tiles::bytes)
     }
 
     /// `out = M·x`. Panics unless `x` has `cols()` floats and `out` `rows()`.
@@ -107,9 +105,9 @@ impl F16Matrix {
     /// those [`Self::apply`] gives it, bit for bit. Panics unless the
     /// shapes agree.
     pub fn apply_many(&self, xs: &[f32], out: &mut [f32]) {
-        match &self.held {
-            Held::F16(b) => crate::matmat_f16(b, xs, self.n, out),
-            Held::Tiles(t) => t.apply(xs, out),
+        match &self.tiles {
+            Some(t) => t.apply(xs, out),
+            None => crate::matmat_f16(&self.f16, xs, self.n, out),
         }
     }
 }

@@ -538,13 +538,13 @@ mod f16_matrix {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
-        /// Both holdings (tiles where this process has AMX) are within
-        /// 2^-14 of Σ|m_i x_i| of the exact product of the f16 values, and a
-        /// vector's answers are the same bits alone as in its group
-        /// (groups around the tiles' 16 vectors; rows and columns around
-        /// their 16 and 32).
+        /// The f16 kernels are within 2^-14 of Σ|m_i x_i| of the exact
+        /// product of the f16 values, the tiles (where this process has
+        /// AMX; the matrix in bf16) within 2^-8 more, and a vector's answers are
+        /// the same bits alone as in its group (groups around the tiles' 16
+        /// vectors; rows and columns around their 16 and 32).
         #[test]
-        fn products_are_exact_to_2_pow_14_and_grouping_changes_no_bit(
+        fn products_are_within_their_bounds_and_grouping_changes_no_bit(
             rows in 1usize..50, n in 1usize..100, vectors in 1usize..20, seed: u32,
         ) {
             let xs: Vec<f32> = (0..vectors * n)
@@ -552,13 +552,15 @@ mod f16_matrix {
                 .collect();
             let bytes = matrix(rows, n, seed);
             for m in [
+                F16Matrix::from_f16_bytes_on_tiles(bytes.clone(), n),
                 F16Matrix::from_f16_bytes(bytes.clone(), n),
-                F16Matrix::from_f16_bytes_without_amx(bytes.clone(), n),
             ] {
                 let mut out = vec![0f32; vectors * rows];
                 m.apply_many(&xs, &mut out);
+                // bf16's rounding of the matrix, then the f32 sums.
+                let bound = if m.on_amx() { 2f64.powi(-8) + 2f64.powi(-14) } else { 2f64.powi(-14) };
                 for (got, (want, mag)) in out.iter().zip(reference(&m, &xs)) {
-                    prop_assert!((*got as f64 - want).abs() <= mag * 2f64.powi(-14) + 1e-30,
+                    prop_assert!((*got as f64 - want).abs() <= mag * bound + 1e-30,
                         "amx {}: {got} against {want} (magnitude {mag})", m.on_amx());
                 }
                 for (x, o) in xs.chunks_exact(n).zip(out.chunks_exact(rows)) {
@@ -575,14 +577,15 @@ mod f16_matrix {
     /// twice.
     #[test]
     fn reports_whether_tiles_ran() {
-        let m = F16Matrix::from_f16_bytes(matrix(3, 5, 1), 5);
+        let m = F16Matrix::from_f16_bytes_on_tiles(matrix(3, 5, 1), 5);
+        assert!(!F16Matrix::from_f16_bytes(matrix(3, 5, 1), 5).on_amx());
         assert_eq!(m.on_amx(), stratavec_simd::amx::active());
         if !m.on_amx() {
             eprintln!("skipped: AMX tiles (no AMX-BF16 here, refused, or STRATAVEC_AMX=off); the f16 holding was tested");
         }
-        // 3 × 5 f16 values, or one block of tiles (16 rows × 32 columns,
-        // a bf16 pair each).
-        let want = if m.on_amx() { 16 * 32 * 4 } else { 3 * 5 * 2 };
+        // 3 × 5 f16 values, and one block of tiles (16 rows × 32 columns
+        // of bf16) where they ran.
+        let want = 3 * 5 * 2 + if m.on_amx() { 16 * 32 * 2 } else { 0 };
         assert_eq!(m.resident_bytes(), want);
     }
 }

@@ -6,8 +6,9 @@
 //! Starling's navigation graph the candidates follow the data's
 //! distribution, so a few hundred do what thousands of random samples do.
 //!
-//! The scan is one f16 matrix–vector product (`stratavec_simd::F16Matrix`:
-//! AMX tiles where the process has them, else four entries at a time)
+//! The scan is one f16 matrix–vector product (`stratavec_simd::F16Matrix`,
+//! on the f16 kernels: an L2 distance subtracts two large terms, which
+//! AMX's bf16 matrix would leave ~2^-8 of ‖q‖‖e‖ off)
 //! plus the entries' stored squared norms: at 768-d a few hundred entries
 //! are 0.5 MB of f16 a query streams, where f32 rows one dot product at a
 //! time cost as much as the rest of preparing it.
@@ -36,8 +37,7 @@ pub struct ClusterEntries {
     dim: usize,
     metric: Metric,
     ids: Vec<u32>,
-    /// k × dim f16: each entry's vector (on AMX tiles where the process
-    /// has them).
+    /// k × dim f16: each entry's vector.
     vectors: F16Matrix,
     /// ‖e‖² of each entry's f16 vector (for L2: ‖q‖² − 2⟨q, e⟩ + ‖e‖²).
     norms: Vec<f32>,

@@ -30,8 +30,9 @@ pub struct RecordScorer {
     /// `R·P`, `code_dim × dim` f16 (on AMX tiles where the process has
     /// them: `stratavec_simd::F16Matrix`).
     map: F16Matrix,
-    /// `(R·P)·m` with the f16 matrix, so that the mean cancels exactly as
-    /// the query is mapped.
+    /// `(R·P)·m` with the held matrix (bf16 on tiles), so that the mean
+    /// cancels exactly as the query is mapped, whatever the matrix's
+    /// rounding.
     mean_image: Vec<f32>,
     /// `R·c`: RaBitQ's centre, rotated.
     centre_image: Vec<f32>,
@@ -74,7 +75,8 @@ impl RecordScorer {
                 stratavec_simd::half::encode_f16(row, out);
             },
         );
-        let map = F16Matrix::from_f16_bytes(map, dim);
+        // The map's image is quantized to u8 tables: bf16 tiles will do.
+        let map = F16Matrix::from_f16_bytes_on_tiles(map, dim);
         let mean = codes.pca.mean.clone();
         let mut mean_image = vec![0f32; cd];
         map.apply(&mean, &mut mean_image);
@@ -243,12 +245,13 @@ mod tests {
                 assert!(a.abs_diff(*b) <= 2, "table entry {a} vs {b}");
             }
         }
-        // f16 bytes, or AMX tiles (bf16 pairs, rows to 16 and columns to
-        // 32).
-        let map = match stratavec_simd::amx::active() {
-            true => code_dim.next_multiple_of(16) * dim.next_multiple_of(32) * 4,
-            false => code_dim * dim * 2,
-        };
+        // f16 bytes, and AMX tiles where they run (bf16, rows to 16 and
+        // columns to 32).
+        let map = code_dim * dim * 2
+            + match stratavec_simd::amx::active() {
+                true => code_dim.next_multiple_of(16) * dim.next_multiple_of(32) * 2,
+                false => 0,
+            };
         let want = map + 4 * (2 * code_dim + dim);
         assert_eq!(scorer.resident_bytes(), want);
     }
