@@ -44,6 +44,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx2(m, x, n, o) },
     // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx2(p, t, m, o) },
+    // SAFETY: see `KERNELS`.
+    fastscan_quantize: |s, i, o| unsafe { crate::fastscan::quantize_avx2(s, i, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

@@ -45,6 +45,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx512(m, x, n, o) },
     // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx512(p, t, m, o) },
+    // SAFETY: see `KERNELS`.
+    fastscan_quantize: |s, i, o| unsafe { crate::fastscan::quantize_avx512(s, i, o) },
 };
 
 /// One FMA step: `acc + (x-y)^2` when `L2`, else `acc + x*y`.

@@ -112,6 +112,8 @@ pub struct Kernels {
     pub matmat_f16: fn(&[u8], &[f32], usize, &mut [f32]),
     /// 4-bit fast-scan lookups of a packed group of 32 vectors.
     pub fastscan_group: crate::fastscan::FastScanFn,
+    /// A query's fast-scan tables as bytes.
+    pub fastscan_quantize: crate::fastscan::QuantizeFn,
 }
 
 /// `pq_adc_rows_u16(table, codes, m, ids, out)`.

@@ -21,6 +21,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     matvec_f16: crate::matvec::matvec_f16_scalar,
     matmat_f16: crate::matmat::matmat_f16_scalar,
     fastscan_group: crate::fastscan::scan_group_scalar,
+    fastscan_quantize: crate::fastscan::quantize_table_scalar,
 };
 
 /// Squared Euclidean distance. Panics if the lengths differ.

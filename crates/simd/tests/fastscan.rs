@@ -324,3 +324,41 @@ fn scan_rejects_wrong_luts_length() {
 fn scalar_scan_rejects_wrong_luts_length() {
     scan_group_scalar(&[0; 32], &[0; 33], 2, &mut [0; 32]);
 }
+
+/// What a table byte stands for: the nearest step to `t · inv` (halves up),
+/// clamped to a byte, a NaN to 0, computed in f64 from the f32 product and
+/// sum the kernels round.
+fn table_byte(t: f32, inv: f32) -> u8 {
+    let x = f64::from(t * inv + 0.5);
+    if x.is_nan() {
+        0
+    } else {
+        x.floor().clamp(0.0, 255.0) as u8
+    }
+}
+
+proptest! {
+    /// Every level quantizes tables to the reference's bytes, and those
+    /// are the nearest steps (lengths around the 16- and 32-value steps;
+    /// values beyond the range, negative and NaN).
+    #[test]
+    fn table_bytes_are_the_nearest_steps_at_every_level(
+        src in prop::collection::vec(
+            prop_oneof![8 => 0f32..2.0, 1 => -1f32..0.0, 1 => 2f32..4.0, 1 => Just(f32::NAN)],
+            0..200,
+        ),
+        widest in 0.01f32..2.0,
+    ) {
+        let inv = 255.0 / widest;
+        let mut want = vec![0u8; src.len()];
+        stratavec_simd::fastscan::quantize_table_scalar(&src, inv, &mut want);
+        for (&t, &b) in src.iter().zip(&want) {
+            prop_assert_eq!(b, table_byte(t, inv), "{}", t);
+        }
+        for k in levels() {
+            let mut got = vec![0xa5u8; src.len()];
+            (k.fastscan_quantize)(&src, inv, &mut got);
+            prop_assert_eq!(&got, &want, "{:?}", k.level);
+        }
+    }
+}

@@ -185,13 +185,8 @@ impl QueryLut {
             (0.0, 0.0)
         };
         self.lut.resize(m * 16, 0);
-        for (e, &t) in self.lut.iter_mut().zip(&self.tables) {
-            // Round half up (t ≥ 0, so this is `round`) without a libm
-            // call per entry. Clamped first (a NaN to 0, as the saturating
-            // cast would), the conversion is a plain one that vectorises.
-            let x = (t * inv_step + 0.5).clamp(0.0, 255.0);
-            *e = if x.is_nan() { 0 } else { x as i32 as u8 };
-        }
+        // Round half up (t ≥ 0, so this is `round`), a NaN to 0.
+        stratavec_simd::fastscan::quantize_table(&self.tables, inv_step, &mut self.lut);
         let sqrt_d = (d as f32).sqrt();
         self.scale = step;
         self.ip_offset = (2.0 * offsets - self.sum_q) / sqrt_d;
