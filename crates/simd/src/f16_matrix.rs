@@ -85,6 +85,23 @@ impl F16Matrix {
         f16_at(&self.f16, r * self.n + d)
     }
 
+    /// Row `r`'s f16 values (little-endian bytes), for the distance
+    /// kernels (`l2_sq_f16`, `dot_f16`).
+    pub fn row(&self, r: usize) -> &[u8] {
+        assert!(r < self.rows, "f16 matrix: row {r} out of range");
+        &self.f16[2 * r * self.n..2 * (r + 1) * self.n]
+    }
+
+    /// How far an answer may be from the exact product of the f16 values,
+    /// as a fraction of `Σ|m_i x_i|` (at most the row's norm times the
+    /// vector's): 2^-14 on the f16 kernels, 2^-8 + 2^-14 on the tiles.
+    pub fn error_bound(&self) -> f32 {
+        match self.tiles {
+            Some(_) => 2f32.powi(-8) + 2f32.powi(-14),
+            None => 2f32.powi(-14),
+        }
+    }
+
     /// Bytes held in RAM: the f16 values, and the tiles where there are.
     pub fn resident_bytes(&self) -> usize {
         self.f16.len() + self.tiles.as_ref().map_or(0, Tiles::bytes)

@@ -557,8 +557,8 @@ mod f16_matrix {
             ] {
                 let mut out = vec![0f32; vectors * rows];
                 m.apply_many(&xs, &mut out);
-                // bf16's rounding of the matrix, then the f32 sums.
-                let bound = if m.on_amx() { 2f64.powi(-8) + 2f64.powi(-14) } else { 2f64.powi(-14) };
+                let bound = f64::from(m.error_bound());
+                prop_assert_eq!(bound, if m.on_amx() { 2f64.powi(-8) + 2f64.powi(-14) } else { 2f64.powi(-14) });
                 for (got, (want, mag)) in out.iter().zip(reference(&m, &xs)) {
                     prop_assert!((*got as f64 - want).abs() <= mag * bound + 1e-30,
                         "amx {}: {got} against {want} (magnitude {mag})", m.on_amx());
