@@ -222,7 +222,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
     alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
     threads = None, profile = "diskann", shuffle = None, nav_sample = None,
     store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
-    node_cache_rank = None, column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
+    node_cache_rank = None, visits_sample = 0.1, column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
     ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency",
     ivf_codes = false, ivf_sample_nprobe = 64
 ))]
@@ -249,6 +249,7 @@ fn build_index<'py>(
     replicas: Option<i64>,
     cache_rank: &str,
     node_cache_rank: Option<&str>,
+    visits_sample: f32,
     column: Option<String>,
     id_column: Option<String>,
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
@@ -298,6 +299,7 @@ fn build_index<'py>(
         replicas: replicas.map(|r| count("replicas", r, 0)).transpose()?,
         cache_rank,
         node_cache_rank,
+        visits_sample,
         memory_budget,
         nav_sample: nav_sample.unwrap_or(base.nav_sample),
         metric,

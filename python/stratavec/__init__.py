@@ -175,6 +175,7 @@ def build_index(
     replicas: Optional[int] = None,
     cache_rank: str = "nav",
     node_cache_rank: Optional[str] = None,
+    visits_sample: float = 0.1,
     ids: Optional[Any] = None,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
@@ -272,7 +273,12 @@ def build_index(
     node_cache_rank : {"bfs", "nav", "indegree", "visits"}, optional
         Order in which the node cache holds whole records, by the same rules
         (``"bfs"`` is filled at open from the medoid). Default: the
-        profile's (``"visits"`` for laser and octopus, else ``"bfs"``).
+        profile's (``"visits"`` for laser, pipeann and octopus, else
+        ``"bfs"``).
+    visits_sample : float
+        The ``"visits"`` rank: the share of the rows searched in RAM as
+        sample queries, whose expansions rank the cache (at least 1,000 and
+        at most 10^6 queries), in (0, 1].
 
     code_dim : int, optional
         ``laser`` profile: principal dimensions the neighbour codes in each
@@ -377,6 +383,7 @@ def build_index(
         replicas=replicas,
         cache_rank=cache_rank,
         node_cache_rank=node_cache_rank,
+        visits_sample=float(visits_sample),
         column=column,
         id_column=id_column,
         ids=ids,

@@ -29,6 +29,7 @@ def build_index(
     replicas: Optional[int] = None,
     cache_rank: str = "nav",
     node_cache_rank: Optional[str] = None,
+    visits_sample: float = 0.1,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     ids: Optional[np.ndarray] = None,

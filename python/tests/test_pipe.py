@@ -2,6 +2,8 @@
 defaults, searched pipelined and under every width policy; bad widths get a
 clear error."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -40,14 +42,21 @@ def test_node_cache_rank_and_polling_change_no_answer(tmp_path):
     x = rng.standard_normal((2000, 16)).astype(np.float32)
     q = x[:40] + 0.05 * rng.standard_normal((40, 16)).astype(np.float32)
     answers = []
-    for rank in ("bfs", "nav", "indegree", "visits"):
+    for rank, share in (("bfs", 0.1), ("nav", 0.1), ("indegree", 0.1), ("visits", 0.1),
+                        ("visits", 1.0)):
+        name = f"{rank}-{share}"
         stratavec.build_index(
-            x, tmp_path / rank, graph_degree=24, nav_sample=0.02, node_cache_rank=rank, threads=2
+            x, tmp_path / name, graph_degree=24, nav_sample=0.02, node_cache_rank=rank,
+            visits_sample=share, threads=2,
         )
-        assert (tmp_path / rank / "order.bin").exists() == (rank != "bfs")
-        floor = stratavec.Index.open(tmp_path / rank).memory()["total"]
+        # The sample share is recorded, and sizes the visits rank: all 2,000
+        # rows as sample queries rank the cache differently from 1,000.
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        assert manifest["build"]["visits_sample"] == pytest.approx(share)
+        assert (tmp_path / name / "order.bin").exists() == (rank != "bfs")
+        floor = stratavec.Index.open(tmp_path / name).memory()["total"]
         # About a tenth of the 2,000 records (164 bytes each) cached.
-        index = stratavec.Index.open(tmp_path / rank, memory_budget_mb=(floor + 33_000) / 1e6)
+        index = stratavec.Index.open(tmp_path / name, memory_budget_mb=(floor + 33_000) / 1e6)
         assert 0 < index.cached_nodes < 2000
         _, ids = index.search(q, k=10, complexity=40, threads=1)
         answers.append(ids)
@@ -55,8 +64,12 @@ def test_node_cache_rank_and_polling_change_no_answer(tmp_path):
         np.testing.assert_array_equal(polled, ids)
     for ids in answers[1:]:
         np.testing.assert_array_equal(ids, answers[0])
+    assert (tmp_path / "visits-0.1" / "order.bin").read_bytes() != \
+        (tmp_path / "visits-1.0" / "order.bin").read_bytes()
     with pytest.raises(ValueError, match="node_cache_rank"):
         stratavec.build_index(x, tmp_path / "bad", node_cache_rank="hot")
+    with pytest.raises(ValueError, match="visits_sample"):
+        stratavec.build_index(x, tmp_path / "bad", visits_sample=0.0)
     with pytest.raises(ValueError, match="poll_us"):
         index.search(q, k=10, poll_us=-1)
     with pytest.raises(ValueError, match="poll_us"):

@@ -113,9 +113,14 @@ pub struct Args {
     /// medoid, filled at open), nav (nearest the navigation graph's nodes,
     /// where searches start), indegree (most linked first) or visits (most
     /// expanded by sample queries). Default: the profile's (visits for
-    /// laser and octopus, else bfs).
+    /// laser, pipeann and octopus, else bfs).
     #[arg(long)]
     node_cache_rank: Option<stratavec::memory::cache_rank::CacheRank>,
+    /// The visits rank: the share of the rows searched in RAM as sample
+    /// queries, whose expansions rank the cache (at least 1,000 and at
+    /// most 10^6 queries).
+    #[arg(long, default_value_t = stratavec::index::build::DEFAULT_VISITS_SAMPLE)]
+    visits_sample: f32,
     /// Element type of the vectors stored on disk: f16 halves their bytes
     /// (more records per block, more nodes cached) at a relative rounding
     /// error of 2^-11 per component; f32 data only. Default: the data's type.
@@ -182,6 +187,7 @@ pub fn params(a: &Args) -> BuildParams {
         nav_sample: a.nav_sample.unwrap_or(base.nav_sample),
         cache_rank: a.cache_rank,
         node_cache_rank: a.node_cache_rank.or(base.node_cache_rank),
+        visits_sample: a.visits_sample,
         memory_budget: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         replicas: a.replicas,
         layout: a.layout.or(base.layout),

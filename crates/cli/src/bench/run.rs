@@ -109,6 +109,7 @@ pub fn build_or_reuse(
                 .iter()
                 .flat_map(|r| ["--node-cache-rank".to_string(), r.to_string()]),
         )
+        .args(["--visits-sample", &params.visits_sample.to_string()])
         .status()
         .context("start the build child")?;
     if !status.success() {

@@ -110,6 +110,12 @@ pub struct BuildParams {
     /// written as `order.bin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_cache_rank: Option<CacheRank>,
+    /// The `visits` rank (of either cache): the share of the rows searched
+    /// in RAM as sample queries, whose expansions it counts
+    /// (`cache_rank::visit_queries`). An index from before this was a
+    /// parameter sampled 1%.
+    #[serde(default = "built_before_visits_sample")]
+    pub visits_sample: f32,
     /// Element type of the vectors stored on disk when it differs from the
     /// data's: `f16` (from float data) halves the record's vector bytes, so
     /// a block holds more records and the node cache more nodes, at a
@@ -172,6 +178,13 @@ fn built_before_ivf_sample_nprobe() -> usize {
     8
 }
 
+/// The `visits` rank's sample share (`BuildParams::visits_sample`).
+pub const DEFAULT_VISITS_SAMPLE: f32 = 0.1;
+
+fn built_before_visits_sample() -> f32 {
+    0.01
+}
+
 fn default_ivf_closure() -> f32 {
     0.2
 }
@@ -218,6 +231,17 @@ impl BuildParams {
     /// when neither shuffles (a diskann index from before a shuffle option
     /// existed is still the same index).
     pub fn builds_same_index(&self, other: &BuildParams) -> bool {
+        // The visits rank's sample share changes nothing in an index that
+        // ranks neither cache by visits.
+        if self.visits_sample != other.visits_sample
+            && !self.ranks_by_visits()
+            && !other.ranks_by_visits()
+        {
+            return self.builds_same_index(&BuildParams {
+                visits_sample: self.visits_sample,
+                ..other.clone()
+            });
+        }
         // Parameters `other` leaves to the build: whatever it chose (the
         // planner's PQ bytes for this budget, the page size that fits).
         let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
@@ -253,6 +277,12 @@ impl BuildParams {
             ..p.clone()
         };
         unshuffled(self) == unshuffled(other)
+    }
+
+    /// Whether either cache is ranked by visits (`cache_rank::by_visits`),
+    /// which `visits_sample` sizes.
+    pub fn ranks_by_visits(&self) -> bool {
+        self.cache_rank == CacheRank::Visits || self.node_cache_rank == Some(CacheRank::Visits)
     }
 
     /// The layout the records are written in.
@@ -300,6 +330,7 @@ impl Default for BuildParams {
             nav_degree: 32,
             cache_rank: CacheRank::Nav,
             node_cache_rank: None,
+            visits_sample: DEFAULT_VISITS_SAMPLE,
             layout: None,
             replicas: None,
             memory_budget: None,
@@ -457,6 +488,9 @@ fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<(
     }
     if p.passes == 0 || p.passes > 4 {
         return arg("passes", "1..=4", &p.passes);
+    }
+    if !(p.visits_sample > 0.0 && p.visits_sample <= 1.0) {
+        return arg("visits_sample", "a fraction in (0, 1]", &p.visits_sample);
     }
     if !(p.max_batch_fraction > 0.0 && p.max_batch_fraction <= 1.0) {
         return arg("max_batch_fraction", "in (0, 1]", &p.max_batch_fraction);
@@ -1030,6 +1064,7 @@ pub fn build_index_with_ids(
             pq,
             metric: params.metric,
             seed: params.seed,
+            visits_sample: params.visits_sample,
         };
         pool.install(|| cache_rank::rank(rank, &input))
     };
@@ -1305,5 +1340,38 @@ mod tests {
         };
         assert!(!old_starling.builds_same_index(&starling));
         assert!(starling.builds_same_index(&starling.clone()));
+    }
+
+    /// An index whose caches are ranked by visits is rebuilt when the
+    /// sample share differs (an octopus index from before the parameter
+    /// read 1%, the default is now 10%); any other index is not.
+    #[test]
+    fn the_visits_sample_matters_only_to_indexes_ranked_by_visits() {
+        let manifest_before = |p: &BuildParams| {
+            let mut v = serde_json::to_value(p).unwrap();
+            v.as_object_mut().unwrap().remove("visits_sample");
+            serde_json::from_value::<BuildParams>(v).unwrap()
+        };
+        for (profile, ranked) in [
+            ("octopus", true),
+            ("pipeann", true),
+            ("laser", true),
+            ("diskann", false),
+            ("starling", false),
+            ("gorgeous", false),
+        ] {
+            let now = BuildParams::for_profile(profile);
+            assert_eq!(now.ranks_by_visits(), ranked, "{profile}");
+            assert_eq!(now.visits_sample, DEFAULT_VISITS_SAMPLE);
+            let old = manifest_before(&now);
+            assert_eq!(old.visits_sample, 0.01, "{profile}");
+            assert_eq!(old.builds_same_index(&now), !ranked, "{profile}");
+            assert!(now.builds_same_index(&now.clone()), "{profile}");
+        }
+        let graph_by_visits = BuildParams {
+            cache_rank: CacheRank::Visits,
+            ..BuildParams::for_profile("gorgeous")
+        };
+        assert!(!manifest_before(&graph_by_visits).builds_same_index(&graph_by_visits));
     }
 }

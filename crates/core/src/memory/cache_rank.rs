@@ -9,10 +9,11 @@
 //!   many lists point at are reached from many places.
 //! - `bfs`: breadth-first from the medoid (DiskANN's node cache rule), what
 //!   `nav` falls back to when the index has no navigation graph.
-//! - `visits`: by how often sample queries (1% of the rows, at least 1,000)
-//!   expand each node in the search stage run in RAM, most first, the
-//!   nodes no sample reached in BFS order (Gorgeous §4.1 names visit
-//!   frequency as the alternative to its rule).
+//! - `visits`: by how often sample queries (a share of the rows,
+//!   `BuildParams::visits_sample`, at least 1,000) expand each node in the
+//!   search stage run in RAM, most first, the nodes no sample reached in
+//!   BFS order (Gorgeous §4.1 names visit frequency as the alternative to
+//!   its rule; OctopusANN §4.1 its visit-frequency cache).
 
 use crate::data::Metric;
 use crate::entry::{EntryPoints, NavGraph};
@@ -79,6 +80,8 @@ pub struct RankInput<'a> {
     /// The index's metric, for exact distances to `data`.
     pub metric: Metric,
     pub seed: u64,
+    /// `visits`: the share of the rows searched as sample queries.
+    pub visits_sample: f32,
 }
 
 /// Every node id, best first, by `rank` (runs on the caller's pool).
@@ -97,7 +100,7 @@ pub fn rank(rank: CacheRank, r: &RankInput) -> Vec<u32> {
 /// Sample queries' search stages in RAM, nodes by times expanded.
 fn by_visits(r: &RankInput) -> Vec<u32> {
     let n = r.lists.len();
-    let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, (n / 100).max(1000).min(n));
+    let queries = Rng::new(r.seed ^ 0x5649_5354).sample(n, visit_queries(n, r.visits_sample));
     let counts: Vec<u32> = queries
         .par_iter()
         .fold(
@@ -144,6 +147,25 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
 
 /// List size of the sample queries' search stage (`visits`).
 const VISITS_COMPLEXITY: usize = 64;
+
+/// Sample queries of the `visits` rank: `share` of the `n` rows, at least
+/// 1,000 and at most `MAX_VISIT_QUERIES` (and never more than the rows).
+///
+/// The counts are what the cache is ranked by, and a cache of a fifth of
+/// the records needs many expansions per cached node to rank them: with
+/// 1% of wordnet-minilm's rows (~90k expansions for ~15k cached nodes)
+/// octopus hit its cache 8.9 times a query at L = 40 and read 30.6
+/// blocks; with 10%, 10.3 hits and 29.4 reads at a higher recall, ~1 s of
+/// build on 2 threads (25%: 29.2 reads, 3 s).
+pub fn visit_queries(n: usize, share: f32) -> usize {
+    ((n as f64 * share.clamp(0.0, 1.0) as f64) as usize)
+        .clamp(1000, MAX_VISIT_QUERIES)
+        .min(n)
+}
+
+/// Cap on the `visits` rank's sample queries: about a minute of in-RAM
+/// searches on 2 threads.
+pub const MAX_VISIT_QUERIES: usize = 1_000_000;
 
 /// Ids sorted by `key` (smallest first, ties by id).
 fn by_key(n: usize, key: impl Fn(usize) -> f32 + Sync) -> Vec<u32> {
@@ -224,6 +246,7 @@ mod tests {
             pq: Some(&pq),
             metric: Metric::L2,
             seed: 1,
+            visits_sample: 0.1,
         };
         for r in [
             CacheRank::Nav,
@@ -263,6 +286,7 @@ mod tests {
             pq: Some(&pq),
             metric: Metric::L2,
             seed: 1,
+            visits_sample: 0.1,
         };
         let order = rank(CacheRank::Nav, &input);
         // A navigation node is at distance 0 from itself.
