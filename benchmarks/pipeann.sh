@@ -25,14 +25,18 @@
 #   5. the tables (benchmarks/pipeann_table.py) into BENCHMARKS.md;
 #   6. latency again with the pipelined search over f16 blocks (4 records
 #      a block at 384-d): diskann (f32), pipeann-blocks, pipeann-blocks-f16
-#      and hnswlib, 3 rounds.
+#      and hnswlib, 3 rounds;
+#   7. latency on the 96-d PCA (7.5 records a 4 KB block, where the block
+#      compositions read far fewer pages): diskann, starling, pipeann,
+#      octopus, pipeann-blocks, gorgeous, gorgeous-pipe, DiskANN C++ and
+#      hnswlib, 5 rounds.
 # Steps can be chosen: `benchmarks/pipeann.sh 1 5`; with no argument 1-4,
-# 6, then 5. Index builds are reused
+# 6, 7, then 5. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3 4 6 5}
+steps=${*:-1 2 3 4 6 7 5}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -42,9 +46,22 @@ work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
 [ -f "$data/base.fbin" ] || scripts/wordnet.sh full
+ensure_pca() {
+  if [ ! -f "$pca/base.fbin" ]; then
+    py=.cache/venv-data/bin/python
+    [ -x "$py" ] || py=python3
+    "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
+  fi
+}
 # L steps by 5 where recall@10 crosses 0.90-0.95 (L 20-45 here), so the
 # first point reaching a target is close to where each system crosses it.
 sweep=${PIPEANN_SWEEP:-20,25,30,35,40,45,50,60,80,100,150}
+# The throughput ablation steps by 2 there: the systems it compares differ
+# by a few percent in reads, less than what L = 35 -> 40 changes.
+ablate_sweep=${PIPEANN_ABLATE_SWEEP:-20,25,30,32,34,36,38,40,42,45,50,60,80}
+# The 96-d PCA crosses 0.90-0.95 at L 10-20 (at L = 20 every system is
+# already above 0.95).
+pca_sweep=${PIPEANN_PCA_SWEEP:-10,12,14,16,18,20,25,30,40,60,100}
 # --ablate runs OctopusANN's study (each technique alone, C1-C5; bench::ablation)
 # and records the page-I/O model's inputs; octopus-bfs is C5 on a BFS cache.
 extra=octopus-bfs
@@ -58,17 +75,13 @@ if has 1; then
 fi
 if has 2; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-ablation-384.jsonl" \
-    --ablate --profiles "$extra,gorgeous,gorgeous-pipe" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --ablate --profiles "$extra,gorgeous,gorgeous-pipe" --threads 2 --memory-fraction 0.2 -L "$ablate_sweep" --rounds 3 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 3; then
-  if [ ! -f "$pca/base.fbin" ]; then
-    py=.cache/venv-data/bin/python
-    [ -x "$py" ] || py=python3
-    "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
-  fi
+  ensure_pca
   "$bin" bench --data "$pca" --work "$work" --out "$res/pipeann-ablation-pca96.jsonl" \
-    --ablate --profiles "$extra" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 \
+    --ablate --profiles "$extra" --threads 2 --memory-fraction 0.2 -L "$pca_sweep" --rounds 3 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 4; then
@@ -84,6 +97,14 @@ if has 6; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384-f16.jsonl" \
     --profiles diskann,pipeann-blocks,pipeann-blocks-f16 --peers hnswlib \
     --latency --memory-fraction 0.2 -L "$sweep" --rounds 3 --min-pass-seconds 0 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 7; then
+  ensure_pca
+  "$bin" bench --data "$pca" --work "$work" --out "$res/pipeann-latency-pca96.jsonl" \
+    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe \
+    --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
+    --latency --memory-fraction 0.2 -L "$pca_sweep" --rounds 5 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then

@@ -67,3 +67,19 @@ def test_model_table_reads_the_ablate_fields(tmp_path):
     plain = tmp_path / "plain.jsonl"
     plain.write_text(json.dumps(row("stratavec-diskann", 0, 40, 0.96, 500.0)))
     assert T.model_table(str(plain)) == []
+
+
+def test_pca96_latency_lines_are_figures_beside_the_targets(tmp_path):
+    rows = [row("stratavec-diskann", r, 16, 0.95, 1000.0, 20.0) for r in range(2)]
+    rows += [row("stratavec-pipeann", r, 16, 0.95, 500.0, 21.0) for r in range(2)]
+    rows += [row("stratavec-pipeann-blocks", r, 16, 0.95, 300.0, 12.0) for r in range(2)]
+    rows += [row("hnswlib", r, 16, 0.95, 100.0) for r in range(2)]
+    (tmp_path / "pipeann-latency-pca96.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.targets(str(tmp_path)))
+    # Without the 384 run its lines are absent; the pca96 ones carry no verdict.
+    assert "(1 thread x 1 query) |" not in out
+    assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query, pca96) | 0.50× (0.50–0.50) " \
+           "(median, range over rounds) | (not a target) |" in out
+    assert "best pipelined composition (pipeann-blocks, pca96) p50 ≤ 0.4× diskann's | 0.30×" in out
+    assert "(pipeann-blocks, pca96) ≤ 3× hnswlib's p50 | 3.00×" in out
+    assert " met |" not in out
