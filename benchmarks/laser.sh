@@ -3,7 +3,8 @@
 #   1. `stratavec bench` at a 20% budget, 2 threads, same run: diskann,
 #      starling, gorgeous, laser and its ablation (layout alone, + node
 #      cache, + cluster entries, + adaptive beam; laser adds early
-#      dispatch), and the peers, on wordnet-minilm (384-d);
+#      dispatch), and the peers (hnswlib, DiskANN C++ and DiskANN Rust),
+#      on wordnet-minilm (384-d);
 #   2. the same on wordnet-mpnet (768-d, real; scripts/wordnet-mpnet.sh
 #      full makes it once into ~/.cache/stratavec, ~30 minutes);
 #   3. the tables (benchmarks/laser_table.py) into BENCHMARKS.md;
@@ -29,7 +30,7 @@ work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
 systems=diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser-adaptive,laser
-peers=${LASER_PEERS:-hnswlib,diskannpy}
+peers=${LASER_PEERS:-hnswlib,diskannpy,diskannpy-rust}
 
 # Recall@10 0.90-0.99 lies between L = 16 and 150 for every system here
 # (laser at 768-d crosses 0.95 near L = 28, diskann near 60, at 384-d
