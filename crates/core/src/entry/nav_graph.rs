@@ -78,19 +78,36 @@ impl NavGraph {
     }
 
     /// The graph's greedy search for `query` with list size `complexity`.
-    fn search(&self, query: &[f32], complexity: usize) -> CandidateList {
+    /// Also returns how many f32 distances it computed.
+    fn search(&self, query: &[f32], complexity: usize) -> (CandidateList, usize) {
         let mut list = CandidateList::new(complexity);
         let mut visited = VisitedSet::with_capacity(complexity * 16);
         visited.insert(self.medoid);
         list.insert(self.medoid, self.dist(query, self.medoid));
+        let mut distances = 1;
         while let Some(c) = list.pop_closest_unexpanded() {
             for &v in &self.lists[c.id as usize] {
                 if visited.insert(v) {
                     list.insert(v, self.dist(query, v));
+                    distances += 1;
                 }
             }
         }
-        list
+        (list, distances)
+    }
+
+    /// [`EntryPoints::starts`], returning how many f32 distances the
+    /// graph's search computed (what the memory planner weighs the
+    /// graph's own CPU by, `memory::nav_plan`).
+    pub fn starts_counted(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>) -> usize {
+        let (list, distances) = self.search(query, complexity.max(self.entries));
+        out.extend(
+            list.as_slice()
+                .iter()
+                .take(self.entries)
+                .map(|c| self.ids[c.id as usize]),
+        );
+        distances
     }
 
     /// The distance from `point` to the nearest node of the graph that a
@@ -98,6 +115,7 @@ impl NavGraph {
     /// graph cache by it).
     pub fn nearest_distance(&self, point: &[f32], complexity: usize) -> f32 {
         self.search(point, complexity.max(1))
+            .0
             .as_slice()
             .first()
             .map_or(f32::INFINITY, |c| c.dist)
@@ -218,13 +236,7 @@ impl EntryPoints for NavGraph {
     /// of `complexity` (at least the number of entries); the nearest
     /// `entries` sample nodes (as global ids) start the disk search.
     fn starts(&self, query: &[f32], complexity: usize, out: &mut Vec<u32>) {
-        let list = self.search(query, complexity.max(self.entries));
-        out.extend(
-            list.as_slice()
-                .iter()
-                .take(self.entries)
-                .map(|c| self.ids[c.id as usize]),
-        );
+        self.starts_counted(query, complexity, out);
     }
 
     fn resident_bytes(&self) -> usize {

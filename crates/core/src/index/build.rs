@@ -1001,12 +1001,12 @@ pub fn build_index_with_ids(
         // Planned builds keep the graph only if sample queries gain from it
         // (Gorgeous §4.1 ②); it still ranks the graph cache either way.
         let keep = if plan_pq {
-            let depth = report
+            let chosen_size = report
                 .pq_plan
                 .as_ref()
-                .and_then(|p| p.candidates.iter().find(|c| c.pq_bytes == p.pq_bytes))
-                .and_then(|c| c.depth)
-                .unwrap_or(32);
+                .and_then(|p| p.candidates.iter().find(|c| c.pq_bytes == p.pq_bytes));
+            let depth = chosen_size.and_then(|c| c.depth).unwrap_or(32);
+            let graph_share = chosen_size.map_or(0.0, |c| c.graph_share);
             // The list size the two-stage search needs at σ = 0.5.
             let l = (2 * depth).max(16);
             let plan = pool.install(|| {
@@ -1016,17 +1016,25 @@ pub fn build_index_with_ids(
                     pq: pq_of(),
                     data: &f32_data,
                     dim,
+                    graph_share,
                 };
-                crate::memory::nav_plan::decide(&g, &nav, l, params.seed)
+                let nav_l = crate::SearchParams::default().nav_complexity;
+                crate::memory::nav_plan::decide(&g, &nav, l, nav_l, params.seed)
             });
             let kept = plan.kept;
             if !kept {
                 let why = format!(
                     "none kept: the navigation graph saved too little on {} sample queries \
-                     ({:.1} search-stage expansions from it, {:.1} from the medoid; needs {:.0}% fewer)",
+                     (search-stage cost {:.0} PQ estimates a query from it, {:.0} from the medoid, \
+                     with {:.1} expansions against {:.1}, {:.0} f32 distances of its own and {:.0}% \
+                     of the lists cached; needs {:.0}% less)",
                     plan.queries,
+                    plan.cost_from_nav,
+                    plan.cost_from_medoid,
                     plan.expansions_from_nav,
                     plan.expansions_from_medoid,
+                    plan.nav_distances,
+                    plan.graph_share * 100.0,
                     crate::memory::nav_plan::MIN_GAIN * 100.0
                 );
                 progress.note(&format!("navigation graph: {why}"));
