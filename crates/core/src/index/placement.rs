@@ -86,8 +86,6 @@ pub fn nearest_for_until<P: Borrow<PqQuantizer>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Metric;
-    use crate::quant::pq::{PqCodebook, PqTrainParams};
     use crate::util::rng::Rng;
 
     /// Ranked by PQ, the nearest are mostly the ones exact distances pick
@@ -99,15 +97,7 @@ mod tests {
         let mut rng = Rng::new(3);
         let x: Vec<f32> = (0..n * dim).map(|_| rng.normal()).collect();
         let lists = crate::layout::shuffle::random_graph(n, 12, &mut rng);
-        let p = PqTrainParams {
-            m: 8,
-            sample: n,
-            iters: 8,
-            seed: 1,
-        };
-        let cb = PqCodebook::train(&x, dim, &p);
-        let codes = cb.encode_all(&x);
-        let pq = PqQuantizer::new(cb, codes, Metric::L2);
+        let pq = PqQuantizer::fit_l2(&x, dim, 8, 8);
         let by_codes = nearest_by_codes(&lists, k, &pq);
         let exact = |u: u32, ids: &[u32], out: &mut [f32]| {
             let xu = &x[u as usize * dim..(u as usize + 1) * dim];

@@ -207,16 +207,7 @@ mod tests {
     use super::*;
 
     fn pq_of(data: &[f32], dim: usize) -> crate::quant::PqQuantizer {
-        use crate::quant::pq::{PqCodebook, PqTrainParams};
-        let p = PqTrainParams {
-            m: dim,
-            sample: 1000,
-            iters: 3,
-            seed: 1,
-        };
-        let cb = PqCodebook::train(data, dim, &p);
-        let codes = cb.encode_all(data);
-        crate::quant::PqQuantizer::new(cb, codes, Metric::L2)
+        crate::quant::PqQuantizer::fit_l2(data, dim, dim, 3)
     }
 
     fn is_permutation(order: &[u32], n: usize) -> bool {

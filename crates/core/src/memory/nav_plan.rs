@@ -233,7 +233,6 @@ pub fn search_stage_by(
 mod tests {
     use super::*;
     use crate::data::Metric;
-    use crate::quant::pq::{PqCodebook, PqTrainParams};
     use crate::quant::PqQuantizer;
 
     /// A ring of 600 nodes whose lists link near neighbours, its PQ
@@ -256,15 +255,7 @@ mod tests {
                     .to_vec()
             })
             .collect();
-        let p = PqTrainParams {
-            m: 4,
-            sample: n,
-            iters: 4,
-            seed: 1,
-        };
-        let cb = PqCodebook::train(&data, dim, &p);
-        let codes = cb.encode_all(&data);
-        let pq = PqQuantizer::new(cb, codes, Metric::L2);
+        let pq = PqQuantizer::fit_l2(&data, dim, 4, 4);
         let nav = NavGraph::build(&data, dim, Metric::L2, 0.1, 8, 1);
         (data, lists, pq, nav)
     }

@@ -270,6 +270,21 @@ impl Quantizer for PqQuantizer {
 }
 
 impl PqQuantizer {
+    /// A quantizer of `m` bytes trained on all of `data` (L2, seed 1) and
+    /// holding its codes: the set-up of the tests that need codes in RAM.
+    #[cfg(test)]
+    pub(crate) fn fit_l2(data: &[f32], dim: usize, m: usize, iters: usize) -> PqQuantizer {
+        let p = PqTrainParams {
+            m,
+            sample: data.len() / dim.max(1),
+            iters,
+            seed: 1,
+        };
+        let cb = PqCodebook::train(data, dim, &p);
+        let codes = cb.encode_all(data);
+        PqQuantizer::new(cb, codes, Metric::L2)
+    }
+
     /// Reconstruction of vector `id` from its code into `out` (`dim`
     /// floats), from the transposed centroids: what [`PqCodebook::decode`]
     /// gives, for callers that only hold the quantizer.
