@@ -403,9 +403,12 @@ impl BlockReader for UringReader {
             {
                 break;
             }
-            // Each completion needs at least one CQE, so waiting for `need`
-            // never waits for more than the caller asked.
-            self.enter(need)?;
+            // Each completion needs at least one CQE, so waiting for what is
+            // still missing never waits for more than the caller asked. It is
+            // counted again here: a poll that timed out may have reaped some,
+            // and waiting for the count from before it could wait for more
+            // CQEs than there are reads in flight, which never returns.
+            self.enter(want.saturating_sub(got))?;
             flushed = true;
             self.queued = 0;
         }

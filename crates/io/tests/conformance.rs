@@ -320,6 +320,53 @@ fn random_batches_every_backend_while_polling() {
     }
 }
 
+/// A poll that times out after reaping some of the reads a blocking reap
+/// waits for must then wait only for the rest: waiting for the count from
+/// before the poll can wait for more completions than there are reads in
+/// flight, which never returns (a CI run hung here). A 1 µs poll makes a
+/// part-way timeout likely; each reader runs on its own thread so a hang
+/// fails the test after a minute instead of stalling the suite.
+#[test]
+fn a_poll_that_times_out_part_way_waits_only_for_the_rest() {
+    let dir = temp_dir();
+    let path = write_file(dir.path(), "pages.bin", FILE_LEN, 0);
+    let pages = FILE_LEN / PAGE;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let readers = backends(&path, SLOTS, SLOT_BYTES);
+    let n = readers.len();
+    for (i, mut r) in readers.into_iter().enumerate() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            r.set_poll(std::time::Duration::from_micros(1));
+            let mut rng = Rng(31 + i as u64);
+            let mut out = Vec::new();
+            for _ in 0..500 {
+                for slot in 0..SLOTS as u32 {
+                    let req = ReadRequest {
+                        offset: rng.below(pages) * PAGE,
+                        len: 4096,
+                        slot,
+                        tag: u64::from(slot),
+                    };
+                    r.push(req).unwrap();
+                }
+                r.submit().unwrap();
+                out.clear();
+                assert_eq!(r.reap(SLOTS, &mut out).unwrap(), SLOTS, "{}", r.name());
+                assert!(out.iter().all(|c| c.result.is_ok()), "{}", r.name());
+            }
+            tx.send(r.name()).unwrap();
+        });
+    }
+    drop(tx);
+    for _ in 0..n {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(_) => {}
+            Err(e) => panic!("a reader's blocking reap did not return within 60 s ({e})"),
+        }
+    }
+}
+
 #[test]
 fn eof_short_count_and_past_end_error() {
     let dir = temp_dir();
