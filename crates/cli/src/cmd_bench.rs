@@ -145,7 +145,8 @@ pub struct Args {
     /// ssd --tier mmap --tier simulated:1000,10). Builds once.
     #[arg(long)]
     tier: Vec<String>,
-    /// Rebuild indexes even when a matching one exists.
+    /// Rebuild indexes even when a matching one exists (one made by older
+    /// build logic, an earlier build revision, is always rebuilt).
     #[arg(long)]
     rebuild: bool,
 }

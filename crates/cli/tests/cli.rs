@@ -472,6 +472,47 @@ fn bench_runs_variants_and_range_search() {
         .collect();
     dirs.sort();
     assert_eq!(dirs.len(), 3, "{dirs:?}");
+    // An index that older build logic made is built again, not reused.
+    let manifests: Vec<_> = dirs
+        .iter()
+        .map(|d| work.join(d).join("manifest.json"))
+        .collect();
+    for m in &manifests {
+        let text = std::fs::read_to_string(m).unwrap();
+        let older: String = text
+            .lines()
+            .filter(|l| !l.contains("\"build_revision\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_ne!(older, text, "{}", m.display());
+        std::fs::write(m, older).unwrap();
+    }
+    let o = ok(bench("diskann", &[&"-L", &"20"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("rebuilding: built by build revision 0"),
+        "{err}"
+    );
+    let revision = |d: &String| {
+        stratavec::index::Manifest::read(&work.join(d))
+            .unwrap()
+            .build_revision
+    };
+    let revisions: Vec<u32> = dirs.iter().map(revision).collect();
+    assert_eq!(
+        revisions
+            .iter()
+            .filter(|&&r| r == stratavec::index::BUILD_REVISION)
+            .count(),
+        1,
+        "only the diskann index is built again: {revisions:?}"
+    );
+    let o = ok(bench("diskann", &[&"-L", &"20"]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("rebuilding"),
+        "a current index is reused: {err}"
+    );
     let err = fails(bench("starlin", &[]));
     assert!(
         err.contains("starling-page") && err.contains("starlin"),

@@ -270,6 +270,25 @@ fn manifest_from_newer_version() {
     );
 }
 
+/// A build records the revision of its logic; an index from before the
+/// revision was recorded still opens (as revision 0), so only `bench`'s reuse
+/// of cached indexes looks at it.
+#[test]
+fn manifest_records_the_build_revision_and_older_ones_open() {
+    let (_tmp, dir) = private_copy();
+    let m = Manifest::read(&dir).unwrap();
+    assert_eq!(m.build_revision, stratavec::index::BUILD_REVISION);
+    assert!(m.build_revision > 0);
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = format!("  \"build_revision\": {},\n", m.build_revision);
+    let older = text.replacen(&line, "", 1);
+    assert_ne!(older, text, "build_revision not found in {text}");
+    std::fs::write(&path, older).unwrap();
+    assert_eq!(Manifest::read(&dir).unwrap().build_revision, 0);
+    Index::open(&dir, &OpenOptions::default()).unwrap();
+}
+
 #[test]
 fn manifest_disagrees_with_pages_header() {
     let (_tmp, dir) = private_copy();

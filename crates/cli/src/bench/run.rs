@@ -19,7 +19,7 @@ use stratavec::index::Manifest;
 use stratavec::{BatchResult, BuildParams, Index, OpenOptions, SearchParams};
 
 /// Builds `params` at `dir` unless a complete index with exactly these
-/// parameters is already there. Returns the build report as JSON.
+/// parameters, made by this build revision, is already there. Returns the build report as JSON.
 pub fn build_or_reuse(
     base: &Path,
     dir: &Path,
@@ -37,7 +37,16 @@ pub fn build_or_reuse(
             // The planner's PQ bytes are chosen after the graph: any.
             fitted.unset.pq_bytes = params.unset.pq_bytes;
             if m.build.builds_same_index(&fitted) {
-                if let Ok(text) = std::fs::read_to_string(&report_path) {
+                // Built by older build logic, the same parameters may name
+                // a different index (`BUILD_REVISION`): build it again.
+                if m.build_revision != stratavec::index::BUILD_REVISION {
+                    eprintln!(
+                        "{}: rebuilding: built by build revision {}, this one builds {}",
+                        dir.display(),
+                        m.build_revision,
+                        stratavec::index::BUILD_REVISION
+                    );
+                } else if let Ok(text) = std::fs::read_to_string(&report_path) {
                     let mut v: Value = serde_json::from_str(&text)?;
                     v["reused"] = true.into();
                     return Ok(v);

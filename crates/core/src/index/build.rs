@@ -6,7 +6,7 @@ use super::commit::{file_entry_until, Staging};
 use super::fit::{fit, Unset};
 use super::ids::IDS_FILE;
 use super::interrupt::{cancelled, checkpoint, unless_cancelled, StopWriter};
-use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
+use super::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
 use super::placement;
 use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
 use crate::entry::clusters::{self, ClusterEntries, ENTRY_FILE};
@@ -1137,6 +1137,7 @@ pub fn build_index_with_ids(
     report.index_bytes = files.values().map(|f| f.bytes).sum();
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
+        build_revision: BUILD_REVISION,
         profile: params.profile.clone(),
         dtype,
         dim,

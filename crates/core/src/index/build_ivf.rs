@@ -7,7 +7,7 @@
 
 use super::build::{peak_rss_bytes, stored_dtype, write_report, BuildParams, BuildReport};
 use super::commit::{file_entry, Staging};
-use super::manifest::{Manifest, FORMAT_VERSION, MANIFEST};
+use super::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
 use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
 use crate::layout::ivf::{IvfLayout, CLUSTERS_FILE};
@@ -196,6 +196,7 @@ pub fn build(
     build.layout = Some(LayoutKind::Ivf);
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
+        build_revision: BUILD_REVISION,
         profile: params.profile.clone(),
         dtype,
         dim,

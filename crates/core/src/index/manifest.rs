@@ -12,6 +12,15 @@ use std::path::Path;
 /// Bumped whenever a file's layout changes; an index from a newer version is
 /// refused, older versions keep opening.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The revision of the build's own decisions: bumped whenever the same
+/// parameters on the same data start to build a different index (a planner
+/// rule, a fit, a cache rank), though every file still reads as before.
+/// `stratavec bench` reuses a cached index only at this revision, so a
+/// table is never measured on an index that today's build would not make.
+/// 0: indexes from before it was recorded. 1: the navigation graph kept by
+/// its search-stage cost (`memory::nav_plan`, Gorgeous §4.1 ②).
+pub const BUILD_REVISION: u32 = 1;
 pub const MANIFEST: &str = "manifest.json";
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -23,6 +32,9 @@ pub struct FileEntry {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
     pub format_version: u32,
+    /// [`BUILD_REVISION`] of the build that made this index.
+    #[serde(default)]
+    pub build_revision: u32,
     pub profile: String,
     pub dtype: DType,
     pub dim: usize,

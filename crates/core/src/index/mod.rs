@@ -18,6 +18,6 @@ pub use build::{
     build_from_file, build_from_table, build_index, build_index_with_ids, BuildParams, BuildReport,
 };
 pub use fit::Unset;
-pub use manifest::{Manifest, FORMAT_VERSION};
+pub use manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION};
 pub use open::{BatchResult, FaultPredicate, Index, OpenOptions};
 pub use page_utility::PageUtility;

@@ -115,7 +115,9 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
                 }
                 let count = |v: u32| c[v as usize] += 1;
                 match r.pq {
-                    Some(pq) => search_stage(r.lists, pq, q, &starts, VISITS_COMPLEXITY, count),
+                    Some(pq) => {
+                        search_stage(r.lists, pq, q, &starts, VISITS_COMPLEXITY, count);
+                    }
                     None => {
                         let exact = |ids: &[u32], out: &mut [f32]| {
                             for (o, &v) in out.iter_mut().zip(ids) {
@@ -123,7 +125,7 @@ fn by_visits(r: &RankInput) -> Vec<u32> {
                                 *o = r.metric.distance_f32(q, x);
                             }
                         };
-                        search_stage_by(r.lists, exact, &starts, VISITS_COMPLEXITY, count)
+                        search_stage_by(r.lists, exact, &starts, VISITS_COMPLEXITY, count);
                     }
                 }
                 c

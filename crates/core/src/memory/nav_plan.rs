@@ -129,19 +129,9 @@ pub fn decide(
                     starts.push(g.medoid);
                     0
                 };
-                let mut table = QueryTable::default();
-                g.pq.prepare(q, &mut table);
-                let (mut expansions, mut estimates) = (0, 0);
-                search_stage_by(
-                    g.lists,
-                    |ids, out| {
-                        estimates += ids.len();
-                        g.pq.estimate_many(&table, ids, out)
-                    },
-                    &starts,
-                    complexity,
-                    |_| expansions += 1,
-                );
+                let mut expansions = 0;
+                let estimates =
+                    search_stage(g.lists, g.pq, q, &starts, complexity, |_| expansions += 1);
                 (expansions, estimates, distances)
             })
             .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
@@ -176,7 +166,8 @@ pub fn decide(
 
 /// A greedy search on estimates with list size `complexity` from `starts`
 /// until every listed candidate is expanded (the two-stage search's first
-/// stage with every list in RAM), calling `expanded` for each node expanded.
+/// stage with every list in RAM), calling `expanded` for each node expanded;
+/// returns the estimates it made.
 pub fn search_stage(
     lists: &[Vec<u32>],
     pq: &dyn Quantizer,
@@ -184,16 +175,21 @@ pub fn search_stage(
     starts: &[u32],
     complexity: usize,
     expanded: impl FnMut(u32),
-) {
+) -> usize {
     let mut table = QueryTable::default();
     pq.prepare(query, &mut table);
+    let mut estimates = 0;
     search_stage_by(
         lists,
-        |ids, out| pq.estimate_many(&table, ids, out),
+        |ids, out| {
+            estimates += ids.len();
+            pq.estimate_many(&table, ids, out)
+        },
         starts,
         complexity,
         expanded,
     );
+    estimates
 }
 
 /// [`search_stage`] ranking by `distances` (ids in, one distance each out):
