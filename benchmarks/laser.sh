@@ -16,7 +16,10 @@
 #      query; 3 rounds, as one query's latency moves with the machine).
 # Steps can be chosen: `benchmarks/laser.sh 1 3` runs steps 1 and 3. Index
 # builds are reused from .cache/bench. Run it with nothing else on the
-# machine.
+# machine. LASER_SYSTEMS, LASER_RAM_SYSTEMS, LASER_PEERS and LASER_SWEEP
+# narrow a run;
+# LASER_RESULTS (a folder) and LASER_TAG (the BENCHMARKS.md markers) keep
+# another machine's rows and tables apart from these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,11 +28,11 @@ cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 minilm=.cache/wordnet-minilm
 mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
-res=benchmarks/results
+res=${LASER_RESULTS:-benchmarks/results}
 work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
-systems=diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser-adaptive,laser
+systems=${LASER_SYSTEMS:-diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser-adaptive,laser}
 peers=${LASER_PEERS:-hnswlib,diskannpy,diskannpy-rust}
 
 # Recall@10 0.90-0.99 lies between L = 16 and 150 for every system here
@@ -50,7 +53,7 @@ if has 4; then
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
   # No device probes: nothing is read from the device.
   "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768-ram.jsonl" \
-    --profiles diskann,gorgeous,laser --peers "${LASER_RAM_PEERS:-hnswlib}" --io ram \
+    --profiles "${LASER_RAM_SYSTEMS:-diskann,gorgeous,laser}" --peers "${LASER_RAM_PEERS:-hnswlib}" --io ram \
     --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2 --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then
@@ -65,5 +68,5 @@ fi
 if has 3; then
   py=benchmarks/.venvs/plot/bin/python
   [ -x "$py" ] || py=python3
-  "$py" benchmarks/laser_table.py --results "$res" --into BENCHMARKS.md
+  "$py" benchmarks/laser_table.py --results "$res" --into BENCHMARKS.md --tag "${LASER_TAG:-laser-tables}"
 fi

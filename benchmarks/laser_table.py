@@ -162,6 +162,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--into", help="replace the text between the laser-tables markers of this file "
                     "(BENCHMARKS.md) with the tables")
+    ap.add_argument("--tag", default="laser-tables",
+                    help="the markers' name: another machine's runs (their own --results folder) "
+                    "get their own section")
     a = ap.parse_args()
     lines = []
     for name in ("laser-384.jsonl", "laser-768.jsonl", "laser-768-ram.jsonl"):
@@ -181,7 +184,7 @@ def main():
                   "behind it" + caveat + "), 20% budget, SSD; raw rows " + "; ".join(notes), ""]
         lines += t + [""]
     lines += ["Issue #21's targets:", ""] + targets(a.results) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "laser-tables")
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, a.tag)
 
 if __name__ == "__main__":
     main()
