@@ -14,6 +14,7 @@ qps_ratio.py read rows through it.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import OrderedDict
 
@@ -156,9 +157,13 @@ def publish(text: str, out: str | None, into: str | None, tag: str) -> None:
         return
     with open(into) as f:
         doc = f.read()
-    if begin not in doc:
+    # The whole tag, up to the marker's separator: "laser-tables" must not
+    # find "laser-tables-epyc".
+    at = re.search(re.escape(begin) + r"(?=[ :])", doc)
+    if at is None:
         doc += f"\n{begin} (written by a script in benchmarks/) -->\n{end}\n"
-    head, rest = doc.split(begin, 1)
+        at = re.search(re.escape(begin) + r"(?=[ :])", doc)
+    head, rest = doc[:at.start()], doc[at.end():]
     marker_line, rest = rest.split("\n", 1)
     _, tail = rest.split(end, 1)
     with open(into, "w") as f:
