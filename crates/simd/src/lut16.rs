@@ -231,8 +231,20 @@ mod simd {
         (lo, scale)
     }
 
+    /// The AVX2 level's rows: plain loads, four rows at a time. AVX2's
+    /// gathers lose to plain loads on Zen 3: a 48-code row took 72 ns
+    /// through `vpgatherdd` against 50 ns through the one-row scalar loop
+    /// with the codes in cache. Four independent rows keep the load ports
+    /// busy (several loads a cycle, no gather micro-code) and overlap the
+    /// rows' misses where the caller's prefetches have not landed yet.
+    /// Measured as a diskann expansion calls it (56 random rows of 100k,
+    /// prefetched first, 32 queries' tables in turn; best of 40): m = 48
+    /// 38.5 ns a row against 47.4 for the gathers, m = 384 473 against 589.
+    /// Sums are the same integers as [`super::rows_scalar`]'s.
+    ///
     /// # Safety
-    /// The CPU must support avx2.
+    /// None beyond the checks it makes (kept `unsafe` as every level's
+    /// kernel is).
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn rows_avx2(
         table: &[u16],
@@ -242,36 +254,35 @@ mod simd {
         out: &mut [u32],
     ) {
         super::check_rows(table.len(), codes.len(), m, ids, out.len());
-        let t = table.as_ptr().cast::<i32>();
-        let low = _mm256_set1_epi32(0xffff);
-        for (o, &id) in out.iter_mut().zip(ids) {
-            let c = codes[id as usize * m..(id as usize + 1) * m].as_ptr();
-            let mut base = _mm256_setr_epi32(0, 256, 512, 768, 1024, 1280, 1536, 1792);
-            let step = _mm256_set1_epi32(8 * 256);
-            let mut acc = _mm256_setzero_si256();
+        let mut quads = ids.chunks_exact(4);
+        let mut sums = out.chunks_exact_mut(4);
+        for (ids, out) in (&mut quads).zip(&mut sums) {
+            let rows: [&[u8]; 4] =
+                core::array::from_fn(|r| &codes[ids[r] as usize * m..(ids[r] as usize + 1) * m]);
+            let mut s = [0u32; 4];
             let mut j = 0;
-            // SAFETY: code loads read bytes j..j+8 <= m of this row; a gather
-            // at entry e < 256*m reads bytes 2e..2e+4 <= 2*(256*m + 1), inside
-            // the table (checked); the scalar tail reads entries < 256*m.
-            unsafe {
-                while j + 8 <= m {
-                    let cc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(c.add(j).cast()));
-                    let g = _mm256_i32gather_epi32::<2>(t, _mm256_add_epi32(base, cc));
-                    acc = _mm256_add_epi32(acc, _mm256_and_si256(g, low));
-                    base = _mm256_add_epi32(base, step);
-                    j += 8;
+            while j + 8 <= m {
+                let words: [u64; 4] = core::array::from_fn(|r| {
+                    u64::from_le_bytes(rows[r][j..j + 8].try_into().expect("8 bytes"))
+                });
+                let sub = &table[j * 256..(j + 8) * 256];
+                for b in 0..8 {
+                    for r in 0..4 {
+                        let c = (words[r] >> (8 * b)) as u8 as usize;
+                        // SAFETY: b * 256 + c < 8 * 256 = sub.len().
+                        s[r] += u32::from(unsafe { *sub.get_unchecked(b * 256 + c) });
+                    }
                 }
-                let s = _mm256_add_epi32(acc, _mm256_permute2x128_si256::<1>(acc, acc));
-                let s = _mm256_add_epi32(s, _mm256_shuffle_epi32::<0b01_00_11_10>(s));
-                let s = _mm256_add_epi32(s, _mm256_shuffle_epi32::<0b10_11_00_01>(s));
-                let mut sum = _mm256_cvtsi256_si32(s) as u32;
-                while j < m {
-                    sum += u32::from(*table.get_unchecked(j * 256 + *c.add(j) as usize));
-                    j += 1;
-                }
-                *o = sum;
+                j += 8;
             }
+            for (j, row) in (j..m).map(|j| (j, &table[j * 256..(j + 1) * 256])) {
+                for r in 0..4 {
+                    s[r] += u32::from(row[rows[r][j] as usize]);
+                }
+            }
+            out.copy_from_slice(&s);
         }
+        super::rows_scalar(table, codes, m, quads.remainder(), sums.into_remainder());
     }
 
     /// # Safety
