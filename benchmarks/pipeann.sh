@@ -33,6 +33,8 @@
 # Steps can be chosen: `benchmarks/pipeann.sh 1 5`; with no argument 1-4,
 # 6, 7, then 5. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
+# PIPEANN_RESULTS (a folder) and PIPEANN_TAG (the BENCHMARKS.md markers) keep
+# another machine's rows and tables apart from these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +43,7 @@ cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
 pca=.cache/wordnet-minilm-pca96
-res=benchmarks/results
+res=${PIPEANN_RESULTS:-benchmarks/results}
 work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
@@ -108,5 +110,5 @@ if has 7; then
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then
-  python3 benchmarks/pipeann_table.py --into BENCHMARKS.md
+  python3 benchmarks/pipeann_table.py --results "$res" --into BENCHMARKS.md --tag "${PIPEANN_TAG:-pipeann-tables}"
 fi

@@ -243,6 +243,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--into", help="replace the text between the pipeann-tables markers of this "
                     "file (BENCHMARKS.md) with the tables")
+    ap.add_argument("--tag", default="pipeann-tables",
+                    help="the markers' name: another machine's runs (their own --results folder) "
+                    "get their own section")
     a = ap.parse_args()
     lines = []
     lat = os.path.join(a.results, "pipeann-latency-384.jsonl")
@@ -275,12 +278,12 @@ def main():
         grid_rows = [r for p in glob.glob(os.path.join(a.results, "pipeann-grid-t*-q*.jsonl"))
                      for r in rounds.load(p)]
         lines += ["Between latency and throughput mode (wordnet-minilm, 20% budget, 2 rounds, "
-                  "medians; raw rows `benchmarks/results/pipeann-grid-t*-q*.jsonl`"
+                  f"medians; raw rows `{a.results}/pipeann-grid-t*-q*.jsonl`"
                   + rounds.latency_caveat(grid_rows) + "):", ""] + grid + [""]
     lines += ["Issue #22's targets (wordnet-minilm, recall@10 0.95 unless said; the pca96 "
               "latency lines are figures beside them, not targets):", ""]
     lines += targets(a.results) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "pipeann-tables")
+    rounds.publish("\n".join(lines) + "\n", a.out, a.into, a.tag)
 
 if __name__ == "__main__":
     main()
