@@ -43,5 +43,7 @@ VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --release -q -m python/Carg
 "$venv/bin/python" -m pytest -q python/tests benchmarks/peers/tests benchmarks/tests
 
 step "interrupted builds (tests/interrupts.py)"
-cargo build -q -p stratavec-cli
+# The test profile's build (target/debug, as `cargo test` left it): no second
+# compile of the engine at the dev profile's settings.
+cargo build -q --profile test -p stratavec-cli
 "$venv/bin/python" tests/interrupts.py --bin "${CARGO_TARGET_DIR:-target}/debug/stratavec"
