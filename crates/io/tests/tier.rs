@@ -61,13 +61,21 @@ fn median_latency_ns(r: &mut dyn BlockReader, reads: usize, len: u32, file_len: 
 #[test]
 fn a_read_takes_the_set_latency() {
     let (_dir, path, bytes) = file(1 << 20);
+    // Each figure is the least of 5 medians: one median taken while the
+    // host is busy is off by more than 10% of 300 ns (CI here: the mmap
+    // base 90 ns once, so a simulated 300 ns "added" 261).
+    let least = |r: &mut dyn BlockReader| {
+        (0..5)
+            .map(|_| median_latency_ns(r, 4000, 512, bytes.len() as u64))
+            .fold(f64::MAX, f64::min)
+    };
     let mut r = reader(&path, "mmap", 1);
-    let base = median_latency_ns(&mut *r, 4000, 512, bytes.len() as u64);
+    let base = least(&mut *r);
     eprintln!("mmap: median {base:.0} ns a read");
     assert!(base < 1000.0, "an mmap read took {base:.0} ns");
     for lat in [300u32, 1000, 3000] {
         let mut r = reader(&path, &format!("simulated:{lat}"), 1);
-        let got = median_latency_ns(&mut *r, 4000, 512, bytes.len() as u64) - base;
+        let got = least(&mut *r) - base;
         let err = (got - lat as f64).abs() / lat as f64;
         eprintln!(
             "simulated {lat} ns: adds {got:.0} ns ({:.1}% off)",
