@@ -243,8 +243,8 @@ mod simd {
     /// Sums are the same integers as [`super::rows_scalar`]'s.
     ///
     /// # Safety
-    /// None beyond the checks it makes (kept `unsafe` as every level's
-    /// kernel is).
+    /// The CPU must support avx2 (the body is compiled for it); the bounds
+    /// are checked.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn rows_avx2(
         table: &[u16],
