@@ -2,11 +2,13 @@
 # The AlayaLaser section of BENCHMARKS.md (issue #21), measured in one go:
 #   1. `stratavec bench` at a 20% budget, 2 threads, same run: diskann,
 #      starling, gorgeous, laser and its ablation (layout alone, + node
-#      cache, + cluster entries, + adaptive beam; laser adds early
-#      dispatch), and the peers (hnswlib, DiskANN C++ and DiskANN Rust),
-#      on wordnet-minilm (384-d);
+#      cache, + cluster entries, + adaptive beam = laser, + early dispatch
+#      = laser-dispatch), and the peers (hnswlib, DiskANN C++ and DiskANN
+#      Rust), on wordnet-minilm (384-d);
 #   2. the same on wordnet-mpnet (768-d, real; scripts/wordnet-mpnet.sh
-#      full makes it once into ~/.cache/stratavec, ~30 minutes);
+#      full makes it once into ~/.cache/stratavec, ~30 minutes), in 3
+#      rounds: its CPU a query is one of issue #21's lines, and on a
+#      shared virtual machine it moves by a fifth from run to run;
 #   3. the tables (benchmarks/laser_table.py) into BENCHMARKS.md;
 #   4. wordnet-mpnet with the device out of the way: the stratavec indexes
 #      read through the `ram` backend (a fast second tier), same run with
@@ -32,7 +34,7 @@ res=${LASER_RESULTS:-benchmarks/results}
 work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
-systems=${LASER_SYSTEMS:-diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser-adaptive,laser}
+systems=${LASER_SYSTEMS:-diskann,starling,gorgeous,laser-layout,laser-cache,laser-entry,laser,laser-dispatch}
 peers=${LASER_PEERS:-hnswlib,diskannpy,diskannpy-rust}
 
 # Recall@10 0.90-0.99 lies between L = 16 and 150 for every system here
@@ -47,7 +49,7 @@ fi
 if has 2; then
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
   "$bin" bench --data "$mpnet" --work "$work" --out "$res/laser-768.jsonl" --profiles "$systems" \
-    --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2
+    --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 3
 fi
 if has 4; then
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full

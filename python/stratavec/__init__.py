@@ -594,7 +594,7 @@ class Index:
         two_stage: Optional[bool] = None,
         refine_ratio: float = 0.5,
         adaptive_beam: bool = True,
-        dispatch_ratio: float = 0.5,
+        dispatch_ratio: float = 1.0,
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
         rerank_factor: float = 4.0,
@@ -656,7 +656,10 @@ class Index:
         dispatch_ratio : float
             ``laser`` indexes: the share of a round's reads that must arrive
             before the next round is issued (AlayaLaser §4.3's early
-            dispatch), in (0, 1]; 1 waits for every read.
+            dispatch), in (0, 1]; 1 (the default) waits for every read:
+            on a virtualized disk, where each submission costs a VM exit,
+            early dispatch cost 17% of QPS at 768-d, and elsewhere it was
+            level (BENCHMARKS.md, Laser section).
         pipelined : bool, optional
             PipeANN's pipelined search (OctopusANN §4.3.2): up to
             ``beam_width`` reads outstanding, each node expanded as its read

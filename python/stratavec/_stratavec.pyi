@@ -104,7 +104,7 @@ class Index:
         two_stage: Optional[bool] = None,
         refine_ratio: float = 0.5,
         adaptive_beam: bool = True,
-        dispatch_ratio: float = 0.5,
+        dispatch_ratio: float = 1.0,
         pipelined: Optional[bool] = None,
         width: Optional[str] = None,
         rerank_factor: float = 4.0,

@@ -24,7 +24,8 @@ pub struct Args {
     /// navigation graph); the Gorgeous ablations `gorgeous-two-stage`,
     /// `gorgeous-graph-cache`, `gorgeous-replicated`, `gorgeous-separated`
     /// and `gorgeous-8k`; the laser ablations `laser-layout`, `laser-cache`,
-    /// `laser-entry`, `laser-adaptive`, and `laser-wide` (no adaptive beam);
+    /// `laser-entry`, `laser-dispatch` (laser + early dispatch), and
+    /// `laser-wide` (no adaptive beam);
     /// the profiles `pipeann` and `octopus` and OctopusANN's ablations
     /// `octopus-width` (dynamic width alone), `octopus-pipe` (the pipelined
     /// search alone), `octopus-c2` (both), `octopus-schedule` and

@@ -27,7 +27,8 @@ pub struct Args {
     /// lists cached before vectors, replicated blocks, two-stage search;
     /// give --memory-budget-mb to size its PQ codes), laser (neighbour
     /// codes in each record and none in RAM, visit-frequency node cache, cluster
-    /// entry points, adaptive beam with early dispatch; l2 or cosine),
+    /// entry points, adaptive beam, early dispatch as an option; l2 or
+    /// cosine),
     /// pipeann (id-order pages, navigation graph, pipelined search with a
     /// waste-driven width) or octopus (OctopusANN's C5: navigation graph,
     /// shuffled blocks, block search, dynamic width).

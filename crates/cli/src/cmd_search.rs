@@ -76,8 +76,9 @@ pub struct Args {
     adaptive_beam: bool,
     /// Laser indexes: the share of a round's reads that must arrive before
     /// the next round goes out (AlayaLaser §4.3, early dispatch); 1 waits
-    /// for all of them, as DiskANN's hop does.
-    #[arg(long, default_value_t = 0.5)]
+    /// for all of them, as DiskANN's hop does (the default: see
+    /// `SearchParams::dispatch_ratio`).
+    #[arg(long, default_value_t = 1.0)]
     dispatch_ratio: f32,
     /// ivf indexes built with --ivf-codes: vectors read for exact
     /// distances, as a multiple of k (the best by PQ estimate among the

@@ -93,7 +93,7 @@ pub const PROFILES: &[Profile] = &[
         name: "laser",
         about:
             "AlayaLaser: neighbour codes in each record (no codes in RAM), in-degree node cache, \
-                cluster entry points, adaptive beam with early dispatch",
+                cluster entry points, adaptive beam (early dispatch an option)",
         shuffle: Shuffle::None,
         layout: Some(LayoutKind::Laser),
         // The entry candidates (§4.1), then the node cache. AlayaLaser

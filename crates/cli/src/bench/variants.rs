@@ -93,18 +93,19 @@ const BASE: Variant = Variant {
     poll_us: None,
 };
 
-/// The laser profile as built by default (AlayaLaser): neighbour codes in
-/// the records, node cache (visit-frequency), cluster entries, adaptive beam, early
-/// dispatch. Its ablation adds one part at a time (§5.3, Figure 14).
+/// The laser profile as searched by default (AlayaLaser): neighbour codes
+/// in the records, node cache (visit-frequency), cluster entries, adaptive
+/// beam. Its ablation adds one part at a time (§5.3, Figure 14); the last,
+/// early dispatch, is `laser-dispatch` (off by default: see
+/// `SearchParams::dispatch_ratio`).
 const LASER: Variant = Variant {
     name: "laser",
     about: "the laser profile: neighbour codes in each record, visit-frequency cache, cluster \
-            entries, adaptive beam, early dispatch",
+            entries, adaptive beam",
     profile: "laser",
     layout: Some(LayoutKind::Laser),
     entries: true,
     adaptive_beam: true,
-    dispatch_ratio: 0.5,
     ..BASE
 };
 
@@ -307,13 +308,14 @@ pub const ALL: &[Variant] = &[
         dispatch_ratio: 1.0,
         ..LASER
     },
+    LASER,
     Variant {
-        name: "laser-adaptive",
-        about: "laser layout + cache + entries + adaptive beam (hop barrier kept)",
-        dispatch_ratio: 1.0,
+        name: "laser-dispatch",
+        about: "laser + early dispatch (§4.3): the next round goes out once half of this \
+                round's reads are in",
+        dispatch_ratio: 0.5,
         ..LASER
     },
-    LASER,
     Variant {
         name: "octopus-width",
         about: "diskann + dynamic width only (OctopusANN §4.3.1, the scheduled policy)",
@@ -442,9 +444,8 @@ pub const ALL: &[Variant] = &[
     },
     Variant {
         name: "laser-wide",
-        about: "the laser profile with every round W wide (no adaptive beam, early dispatch \
-                kept): for one query alone on the device, where a wide first round costs no \
-                time",
+        about: "the laser profile with every round W wide (no adaptive beam): for one query \
+                alone on the device, where a wide first round costs no time",
         adaptive_beam: false,
         ..LASER
     },
@@ -551,7 +552,7 @@ mod tests {
             "laser-layout",
             "laser-cache",
             "laser-entry",
-            "laser-adaptive",
+            "laser-dispatch",
             "laser-wide",
         ] {
             assert_eq!(name("laser"), name(ablation));
