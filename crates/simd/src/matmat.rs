@@ -137,10 +137,21 @@ mod simd {
     use super::GROUP;
     use core::arch::x86_64::*;
 
+    /// Vectors a pass of [`pairs_avx2_q`] holds: two accumulators each,
+    /// 8 of AVX2's 16 registers, with the row's two converted steps and
+    /// room for the compiler; a group of 8 is two passes over a row that
+    /// stays in L1.
+    const AVX2_Q: usize = 4;
+
     /// `sums[j]` = the f16 `row` · vector j of `group` (`sums.len()`
     /// vectors of `row.len() / 2`), each summed as `matvec::block_avx2`
     /// sums a row: accumulators over floats 0..8 and 8..16 of each 16-float
     /// step, their lanes added in order, then the scalar tail.
+    ///
+    /// The vectors go [`AVX2_Q`] at a time with the count a constant, as
+    /// [`pairs_avx512`] does: with a run-time count the accumulators lived
+    /// on the stack (perf, wordnet-mpnet through RAM on an AMD EPYC: this
+    /// kernel was a quarter of a laser query's search CPU).
     ///
     /// # Safety
     /// The CPU must support avx2, fma and f16c.
@@ -148,16 +159,41 @@ mod simd {
     pub(super) unsafe fn pairs_avx2(row: &[u8], group: &[f32], sums: &mut [f32]) {
         let (n, q) = (row.len() / 2, sums.len());
         assert!(q <= GROUP && group.len() == q * n && row.len() == 2 * n);
+        let mut j = 0;
+        while j < q {
+            let take = (q - j).min(AVX2_Q);
+            let (g, s) = (&group[j * n..(j + take) * n], &mut sums[j..j + take]);
+            // SAFETY (every arm): the caller's guarantee.
+            unsafe {
+                match take {
+                    4 => pairs_avx2_q::<4>(row, g, s),
+                    3 => pairs_avx2_q::<3>(row, g, s),
+                    2 => pairs_avx2_q::<2>(row, g, s),
+                    _ => pairs_avx2_q::<1>(row, g, s),
+                }
+            }
+            j += take;
+        }
+    }
+
+    /// [`pairs_avx2`] for exactly `Q` vectors.
+    ///
+    /// # Safety
+    /// The CPU must support avx2, fma and f16c.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pairs_avx2_q<const Q: usize>(row: &[u8], group: &[f32], sums: &mut [f32]) {
+        let n = row.len() / 2;
+        assert!(Q <= AVX2_Q && sums.len() == Q && group.len() == Q * n && row.len() == 2 * n);
         let (pr, pg) = (row.as_ptr(), group.as_ptr());
-        let mut acc = [[_mm256_setzero_ps(); 2]; GROUP];
+        let mut acc = [[_mm256_setzero_ps(); 2]; Q];
         let mut i = 0;
         // SAFETY: each step reads bytes 2i..2i+32 <= 2n of the row and
-        // floats i..i+16 <= n of each of the q vectors (lengths checked).
+        // floats i..i+16 <= n of each of the Q vectors (lengths checked).
         unsafe {
             while i + 16 <= n {
                 let v0 = _mm256_cvtph_ps(_mm_loadu_si128(pr.add(2 * i).cast()));
                 let v1 = _mm256_cvtph_ps(_mm_loadu_si128(pr.add(2 * i + 16).cast()));
-                for (j, a) in acc[..q].iter_mut().enumerate() {
+                for (j, a) in acc.iter_mut().enumerate() {
                     let px = pg.add(j * n + i);
                     a[0] = _mm256_fmadd_ps(_mm256_loadu_ps(px), v0, a[0]);
                     a[1] = _mm256_fmadd_ps(_mm256_loadu_ps(px.add(8)), v1, a[1]);
