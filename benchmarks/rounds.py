@@ -109,10 +109,21 @@ def at_recall_by_round(rows: list[dict], target: float) -> "OrderedDict[int, dic
     return out
 
 
-def ratios_by_round(a_rows: list[dict], b_rows: list[dict], target: float) -> list[float]:
-    """QPS of a over QPS of b at `target`, one ratio per round both reach it in."""
+def ratios_by_round(a_rows: list[dict], b_rows: list[dict], target: float,
+                    field: str = "qps") -> list[float]:
+    """`field` (QPS unless named) of a over b at `target`, one ratio per
+    round both reach it in; each system's point is the one `at_recall`
+    picks from that round's rows, so a CPU ratio compares the CPU each
+    spent at its fastest point of the round."""
     pa, pb = at_recall_by_round(a_rows, target), at_recall_by_round(b_rows, target)
-    return [float(pa[r]["qps"]) / float(pb[r]["qps"]) for r in pa if r in pb]
+    out = []
+    for r in pa:
+        if r not in pb:
+            continue
+        x, y = num(pa[r].get(field)), num(pb[r].get(field))
+        if x is not None and y:
+            out.append(x / y)
+    return out
 
 
 def load(path: str) -> list[dict]:

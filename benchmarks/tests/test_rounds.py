@@ -29,6 +29,14 @@ def test_ratios_pair_the_same_round():
     assert R.ratios_by_round(a, b, 0.99) == []
 
 
+def test_ratios_of_another_field_pair_the_same_round_and_skip_missing_values():
+    a = [row("a", 0, 10, 0.96, 300.0, cpu_us_per_query=50.0), row("a", 1, 10, 0.96, 200.0),
+         row("a", 2, 10, 0.96, 200.0, cpu_us_per_query=30.0)]
+    b = [row("b", 0, 10, 0.97, 100.0, cpu_us_per_query=200.0), row("b", 1, 10, 0.97, 50.0, cpu_us_per_query=9.0),
+         row("b", 2, 10, 0.97, 1.0, cpu_us_per_query=0.0)]
+    assert R.ratios_by_round(a, b, 0.95, "cpu_us_per_query") == [0.25]
+
+
 def test_spread_and_show():
     s = R.spread([3.0, None, 1.0, 2.0, float("nan")])
     assert s == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
