@@ -729,7 +729,8 @@ impl Index {
         queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
         in_flight = None, return_stats = false, page_search = None, pipeline = None,
         prune_ratio = 0.3, nav_complexity = 10, on_error = "raise", two_stage = None,
-        refine_ratio = 0.5, adaptive_beam = true, dispatch_ratio = 1.0, pipelined = None,
+        refine_ratio = 0.5, adaptive_beam = true,
+        dispatch_ratio = stratavec::search::DEFAULT_DISPATCH_RATIO, pipelined = None,
         width = None, rerank_factor = 4.0, poll_us = None
     ))]
     #[allow(clippy::too_many_arguments)]

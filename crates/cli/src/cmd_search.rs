@@ -77,8 +77,8 @@ pub struct Args {
     /// Laser indexes: the share of a round's reads that must arrive before
     /// the next round goes out (AlayaLaser §4.3, early dispatch); 1 waits
     /// for all of them, as DiskANN's hop does (the default: see
-    /// `SearchParams::dispatch_ratio`).
-    #[arg(long, default_value_t = 1.0)]
+    /// `DEFAULT_DISPATCH_RATIO`).
+    #[arg(long, default_value_t = stratavec::search::DEFAULT_DISPATCH_RATIO)]
     dispatch_ratio: f32,
     /// ivf indexes built with --ivf-codes: vectors read for exact
     /// distances, as a multiple of k (the best by PQ estimate among the

@@ -76,7 +76,7 @@ fn a_read_takes_the_set_latency() {
     // The simulation waits on the clock, so it is exact to about one
     // clock read (20-40 ns on a virtual machine; it subtracts one measured
     // read from the latency it adds): 10% of the set latency, or 50 ns
-    // where that is less. Two clean CI runs here measured 300 ns as 261.
+    // where 10% is less. Two clean CI runs here measured 300 ns as 261.
     for lat in [300u32, 1000, 3000] {
         let mut r = reader(&path, &format!("simulated:{lat}"), 1);
         let got = least(&mut *r) - base;

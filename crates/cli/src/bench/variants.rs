@@ -97,7 +97,7 @@ const BASE: Variant = Variant {
 /// in the records, node cache (visit-frequency), cluster entries, adaptive
 /// beam. Its ablation adds one part at a time (§5.3, Figure 14); the last,
 /// early dispatch, is `laser-dispatch` (off by default: see
-/// `SearchParams::dispatch_ratio`).
+/// `DEFAULT_DISPATCH_RATIO`).
 const LASER: Variant = Variant {
     name: "laser",
     about: "the laser profile: neighbour codes in each record, visit-frequency cache, cluster \

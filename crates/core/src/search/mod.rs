@@ -103,12 +103,8 @@ pub struct SearchParams {
     #[serde(default = "default_true")]
     pub adaptive_beam: bool,
     /// Laser search (AlayaLaser §4.3): the share of a round's reads that
-    /// must arrive before the next round goes out; 1 waits for all, and is
-    /// the default. The paper's 0.5 was level with 1 on an Intel NVMe
-    /// machine and at 384-d, and cost 17% of QPS at 768-d on an AMD EPYC
-    /// guest with a virtio disk (3,224 against 2,677 at recall@10 0.95,
-    /// the same reads a query): deciding rounds from part of the reads
-    /// makes more, smaller submissions, and each is a VM exit there.
+    /// must arrive before the next round goes out; 1 waits for all
+    /// ([`DEFAULT_DISPATCH_RATIO`]).
     #[serde(default = "default_dispatch_ratio")]
     pub dispatch_ratio: f32,
     /// Microseconds a worker polls for a read's completion before it sleeps
@@ -133,8 +129,17 @@ fn default_rerank_factor() -> f32 {
     4.0
 }
 
+/// The laser search's dispatch ratio by default: 1, no early dispatch. The
+/// paper's 0.5 never helped here: level with 1 on an Intel NVMe machine
+/// and at 384-d, and at 768-d on an AMD EPYC guest with a virtio disk
+/// 17% and 28% below it in two runs (recall@10 0.95, the same reads a
+/// query) and level in a third (BENCHMARKS.md, Laser section). Deciding
+/// rounds from part of the reads makes more, smaller submissions, and
+/// each is a VM exit there.
+pub const DEFAULT_DISPATCH_RATIO: f32 = 1.0;
+
 fn default_dispatch_ratio() -> f32 {
-    1.0
+    DEFAULT_DISPATCH_RATIO
 }
 
 fn default_range_phi() -> f32 {
