@@ -50,16 +50,16 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
         assert!(m.files.contains_key(f), "{f}");
     }
     // No codes in RAM: "codes" is the PCA basis and RaBitQ's rotation
-    // fused into one f16 matrix (128 x 128; 2 bytes a value more where
-    // it is also held as bf16 AMX tiles), its images of the two centres
-    // and the mean, whatever n is.
+    // fused into one matrix (128 x 128: f16 and bf16 AMX tiles, 4 bytes a
+    // value, where the process has AMX; else i8 with a step and a sum a
+    // row), RaBitQ's centre's image and the mean, whatever n is.
     let plain = open_with(&dir, None, true);
     assert_eq!(m.build.code_dim, Some(DIM));
-    let per_value = if stratavec_simd::amx::active() { 4 } else { 2 };
-    assert_eq!(
-        plain.memory().get("codes"),
-        per_value * DIM * DIM + 4 * (DIM + 2 * DIM)
-    );
+    let map = match stratavec_simd::amx::active() {
+        true => 4 * DIM * DIM,
+        false => DIM * DIM + 8 * DIM,
+    };
+    assert_eq!(plain.memory().get("codes"), map + 4 * (DIM + DIM));
     let full = open_with(&dir, Some(plain.memory().total() as u64 + 2_000_000), true);
     assert!(full.cached_nodes() > 0);
     for (index, what) in [(&plain, "no cache"), (&full, "node cache")] {

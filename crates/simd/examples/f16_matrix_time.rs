@@ -1,6 +1,7 @@
 //! Times `F16Matrix::apply_many` at the laser start's shape (the 696 × 768
 //! codes' map and 342 × 768 cluster entries of wordnet-mpnet, as one
-//! matrix) for 1, 8 and 16 vectors, in each holding this CPU has, with the
+//! matrix) for 1, 8 and 16 vectors, in each holding this CPU has (f16,
+//! AMX tiles, and `I8Matrix`, the map's holding without tiles), with the
 //! matrix left in cache and with 64 MB streamed between calls (as a search
 //! between two starts). The figures in `amx.rs` come from it:
 //!
@@ -9,7 +10,9 @@
 //! A timing, not a test: the median of 300 calls, on a shared machine.
 
 use std::time::Instant;
-use stratavec_simd::F16Matrix;
+use stratavec_simd::{F16Matrix, I8Matrix};
+
+type Apply = Box<dyn Fn(&[f32], &mut [f32])>;
 
 fn main() {
     let (n, rows) = (768usize, 696 + 342);
@@ -24,12 +27,17 @@ fn main() {
     let mut bytes = vec![0u8; 2 * values.len()];
     stratavec_simd::half::encode_f16(&values, &mut bytes);
     let xs: Vec<f32> = (0..16 * n).map(|_| next()).collect();
-    let mut holdings = vec![("f16", F16Matrix::from_f16_bytes(bytes.clone(), n))];
+    let f16 = F16Matrix::from_f16_bytes(bytes.clone(), n);
+    let i8m = I8Matrix::quantize(&values, n);
+    let mut holdings: Vec<(&str, Apply)> = vec![
+        ("f16", Box::new(move |x, o| f16.apply_many(x, o))),
+        ("i8", Box::new(move |x, o| i8m.apply_many(x, o))),
+    ];
     let tiles = F16Matrix::from_f16_bytes_on_tiles(bytes, n);
     if tiles.on_amx() {
-        holdings.push(("tiles", tiles));
+        holdings.push(("tiles", Box::new(move |x, o| tiles.apply_many(x, o))));
     } else {
-        println!("no AMX here (or STRATAVEC_AMX=off): the f16 kernels only");
+        println!("no AMX here (or STRATAVEC_AMX=off): no tiles");
     }
     let mut junk = vec![0u8; 64 << 20];
     for q in [1usize, 8, 16] {
@@ -44,7 +52,7 @@ fn main() {
                                 .for_each(|b| *b = b.wrapping_add(1));
                         }
                         let t = Instant::now();
-                        m.apply_many(&xs[..q * n], &mut out);
+                        m(&xs[..q * n], &mut out);
                         t.elapsed().as_secs_f64() * 1e6
                     })
                     .collect();

@@ -43,6 +43,8 @@ pub(crate) static KERNELS: Kernels = Kernels {
     // SAFETY: see `KERNELS`.
     matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx2(m, x, n, o) },
     // SAFETY: see `KERNELS`.
+    matmat_u8i8: |m, x, n, o| unsafe { crate::matmat_i8::matmat_u8i8_avx2(m, x, n, o) },
+    // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx2(p, t, m, o) },
     // SAFETY: see `KERNELS`.
     fastscan_quantize: |s, i, o| unsafe { crate::fastscan::quantize_avx2(s, i, o) },

@@ -43,6 +43,10 @@ pub(crate) static KERNELS: Kernels = Kernels {
     matvec_f16: |m, x, o| unsafe { crate::matvec::matvec_f16_avx512(m, x, o) },
     // SAFETY: see `KERNELS`.
     matmat_f16: |m, x, n, o| unsafe { crate::matmat::matmat_f16_avx512(m, x, n, o) },
+    // SAFETY: see `KERNELS` (the level implies AVX2). The AVX2 kernel: an
+    // AVX-512 CPU has AMX or not; where it has, the laser map runs on the
+    // tiles instead, and no AVX-512 machine here could test a wider one.
+    matmat_u8i8: |m, x, n, o| unsafe { crate::matmat_i8::matmat_u8i8_avx2(m, x, n, o) },
     // SAFETY: see `KERNELS`.
     fastscan_group: |p, t, m, o| unsafe { crate::fastscan::scan_avx512(p, t, m, o) },
     // SAFETY: see `KERNELS`.

@@ -110,6 +110,8 @@ pub struct Kernels {
     pub matvec_f16: fn(&[u8], &[f32], &mut [f32]),
     /// `matvec_f16` of several vectors of `n` at once, equal to it exactly.
     pub matmat_f16: fn(&[u8], &[f32], usize, &mut [f32]),
+    /// An i8 matrix against u8 vectors of `n` (values ≤ 127), exact i32.
+    pub matmat_u8i8: fn(&[i8], &[u8], usize, &mut [i32]),
     /// 4-bit fast-scan lookups of a packed group of 32 vectors.
     pub fastscan_group: crate::fastscan::FastScanFn,
     /// A query's fast-scan tables as bytes.

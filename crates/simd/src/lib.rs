@@ -17,7 +17,9 @@
 //! held in registers (neighbour codes in a node's record); its sums are exact.
 //! [`matvec`] maps a query through an f16 matrix, several rows at a time;
 //! [`F16Matrix`] holds such a matrix and, where the process has Intel AMX
-//! ([`amx`], `STRATAVEC_AMX=off` declines it), runs its products on tiles.
+//! ([`amx`], `STRATAVEC_AMX=off` declines it), runs its products on tiles;
+//! [`I8Matrix`] holds one in i8 for products whose answers are quantized
+//! further, summed exactly in integers ([`matmat_i8`]).
 
 pub mod amx;
 #[cfg(target_arch = "x86_64")]
@@ -29,14 +31,17 @@ mod dispatch;
 mod f16_matrix;
 pub mod fastscan;
 pub mod half;
+mod i8_matrix;
 mod lut16;
 pub mod matmat;
+pub mod matmat_i8;
 pub mod matvec;
 pub mod scalar;
 mod transposed;
 
 pub use dispatch::{Kernels, Level};
 pub use f16_matrix::F16Matrix;
+pub use i8_matrix::I8Matrix;
 
 /// Squared Euclidean distance between two f32 vectors.
 /// Panics if the lengths differ.
@@ -101,6 +106,15 @@ pub fn matvec_f16(m: &[u8], x: &[f32], out: &mut [f32]) {
 #[inline]
 pub fn matmat_f16(m: &[u8], xs: &[f32], n: usize, out: &mut [f32]) {
     (dispatch::active().matmat_f16)(m, xs, n, out)
+}
+
+/// `out_j = M·x_j` in exact i32 for an i8 matrix of rows of `n` and u8
+/// vectors of `n` in `xs`, every vector value at most 127 (`matmat_i8`;
+/// the integers [`I8Matrix`] sums). Panics unless `n >= 1`, the shapes
+/// agree and the values are in range.
+#[inline]
+pub fn matmat_u8i8(m: &[i8], xs: &[u8], n: usize, out: &mut [i32]) {
+    (dispatch::active().matmat_u8i8)(m, xs, n, out)
 }
 
 /// Asymmetric PQ distance of one code: `sum_m table[m*256 + code[m]]`.

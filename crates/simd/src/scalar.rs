@@ -20,6 +20,7 @@ pub(crate) static KERNELS: Kernels = Kernels {
     dot_f16: crate::half::sum_scalar::<false>,
     matvec_f16: crate::matvec::matvec_f16_scalar,
     matmat_f16: crate::matmat::matmat_f16_scalar,
+    matmat_u8i8: crate::matmat_i8::matmat_u8i8_scalar,
     fastscan_group: crate::fastscan::scan_group_scalar,
     fastscan_quantize: crate::fastscan::quantize_table_scalar,
 };

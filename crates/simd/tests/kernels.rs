@@ -589,3 +589,99 @@ mod f16_matrix {
         assert_eq!(m.resident_bytes(), want);
     }
 }
+
+mod i8_matrix {
+    use super::levels;
+    use proptest::prelude::*;
+    use stratavec_simd::I8Matrix;
+
+    fn reference(m: &[i8], xs: &[u8], n: usize) -> Vec<i32> {
+        let rows = m.len() / n;
+        xs.chunks_exact(n)
+            .flat_map(|x| {
+                m.chunks_exact(n).map(move |r| {
+                    r.iter()
+                        .zip(x)
+                        .map(|(&a, &b)| i32::from(a) * i32::from(b))
+                        .sum()
+                })
+            })
+            .take(xs.len() / n * rows)
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Every level's integer product equals the plain sum exactly,
+        /// including at the extremes where a saturating pair sum would
+        /// show (-128 against 127, which `extreme` makes common).
+        #[test]
+        fn u8i8_products_are_exact_at_every_level(
+            rows in 1usize..40, n in 1usize..130, vectors in 1usize..11,
+            seed: u32, extreme: bool,
+        ) {
+            let pick = |i: usize, salt: u32| ((i as u32).wrapping_mul(2_654_435_761) ^ seed ^ salt).rotate_left(7);
+            let m: Vec<i8> = (0..rows * n)
+                .map(|i| if extreme && pick(i, 1) % 2 == 0 { -128 } else { pick(i, 2) as u8 as i8 })
+                .collect();
+            let xs: Vec<u8> = (0..vectors * n)
+                .map(|i| if extreme { 127 } else { (pick(i, 3) % 128) as u8 })
+                .collect();
+            let want = reference(&m, &xs, n);
+            for k in levels() {
+                let mut got = vec![0i32; vectors * rows];
+                (k.matmat_u8i8)(&m, &xs, n, &mut got);
+                prop_assert_eq!(&got, &want, "{:?}", k.level);
+            }
+        }
+
+        /// The product is within `error_bound` of the exact product of the
+        /// held values, and within half a row step times ‖x‖₁ more of the
+        /// given ones; a vector's answers are the same bits alone as in its
+        /// group.
+        #[test]
+        fn i8_matrix_is_within_its_bound_and_grouping_changes_no_bit(
+            rows in 1usize..40, n in 1usize..130, vectors in 1usize..11, seed: u32,
+        ) {
+            let val = |i: usize, salt: u32| {
+                ((i as u32).wrapping_mul(40503) ^ seed ^ salt) % 2001
+            } as f32 / 1000.0 - 1.0;
+            let values: Vec<f32> = (0..rows * n).map(|i| val(i, 0x9e37) * 0.1).collect();
+            let xs: Vec<f32> = (0..vectors * n).map(|i| val(i, 0x51ed) * 3.0).collect();
+            let m = I8Matrix::quantize(&values, n);
+            let mut out = vec![0f32; vectors * rows];
+            m.apply_many(&xs, &mut out);
+            for (x, o) in xs.chunks_exact(n).zip(out.chunks_exact(rows)) {
+                let l1: f64 = x.iter().map(|v| f64::from(v.abs())).sum();
+                for (r, &got) in o.iter().enumerate() {
+                    let held: f64 = (0..n).map(|d| f64::from(m.get(r, d)) * f64::from(x[d])).sum();
+                    let given: f64 = (0..n).map(|d| f64::from(values[r * n + d]) * f64::from(x[d])).sum();
+                    let bound = f64::from(m.error_bound(r, x)) * (1.0 + 1e-5) + 1e-6;
+                    let top = (0..n).fold(0f64, |a, d| a.max(f64::from(values[r * n + d].abs())));
+                    prop_assert!((f64::from(got) - held).abs() <= bound,
+                        "row {r}: {got} against {held} (bound {bound})");
+                    prop_assert!((f64::from(got) - given).abs() <= bound + top / 127.0 / 2.0 * l1 * (1.0 + 1e-5),
+                        "row {r}: {got} against the given values' {given}");
+                }
+                let mut one = vec![0f32; rows];
+                m.apply(x, &mut one);
+                prop_assert_eq!(one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    o.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    /// A zero vector maps to zero, a zero row answers zero, and the
+    /// holding counts its bytes.
+    #[test]
+    fn zeros_map_to_zero() {
+        let m = I8Matrix::quantize(&[0.0, 0.0, 0.5, -1.0], 2);
+        let mut out = [1f32; 2];
+        m.apply(&[0.0, 0.0], &mut out);
+        assert_eq!(out, [0.0, 0.0]);
+        m.apply(&[1.0, 2.0], &mut out);
+        assert_eq!(out[0], 0.0);
+        assert!((out[1] - (0.5 - 2.0)).abs() < 0.05, "{out:?}");
+        assert_eq!(m.resident_bytes(), 4 + 2 * 4 * 2);
+    }
+}

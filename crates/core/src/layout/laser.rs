@@ -183,6 +183,16 @@ impl<'a> NeighbourCodes<'a> {
         f32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"))
     }
 
+    /// Factor `f` of the 32 neighbours of group `g`, little-endian f32
+    /// bytes (what [`Self::factor`] reads one at a time).
+    #[inline]
+    pub fn factor_group(&self, f: usize, g: usize) -> &'a [u8; 4 * fastscan::GROUP] {
+        let at = 4 * (f * self.slots + g * fastscan::GROUP);
+        self.bytes[at..at + 4 * fastscan::GROUP]
+            .try_into()
+            .expect("a group's factors")
+    }
+
     /// Fast-scan group `g` (neighbours `32g..32g+32`).
     #[inline]
     pub fn group(&self, g: usize) -> &'a [u8] {
