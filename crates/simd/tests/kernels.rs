@@ -8,6 +8,11 @@ fn levels() -> Vec<&'static Kernels> {
     Level::ALL.iter().filter_map(|l| l.kernels()).collect()
 }
 
+/// The bits of each float: answers that must be the same, compared exactly.
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// `got` is within 1e-4 * sum|terms| + 1e-5 of the f64 reference.
 fn close(got: f32, want: f64, abs_terms: f64) -> bool {
     (got as f64 - want).abs() <= 1e-4 * abs_terms + 1e-5
@@ -566,8 +571,7 @@ mod f16_matrix {
                 for (x, o) in xs.chunks_exact(n).zip(out.chunks_exact(rows)) {
                     let mut one = vec![0f32; rows];
                     m.apply(x, &mut one);
-                    prop_assert_eq!(one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                        o.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+                    prop_assert_eq!(super::bits(&one), super::bits(o));
                 }
             }
         }
@@ -665,8 +669,7 @@ mod i8_matrix {
                 }
                 let mut one = vec![0f32; rows];
                 m.apply(x, &mut one);
-                prop_assert_eq!(one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    o.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+                prop_assert_eq!(super::bits(&one), super::bits(o));
             }
         }
     }
