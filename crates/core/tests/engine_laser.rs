@@ -51,13 +51,13 @@ fn laser_finds_the_neighbours_with_every_part_on_or_off() {
     }
     // No codes in RAM: "codes" is the PCA basis and RaBitQ's rotation
     // fused into one matrix (128 x 128: f16 and bf16 AMX tiles, 4 bytes a
-    // value, where the process has AMX; else i8 with a step and a sum a
-    // row), RaBitQ's centre's image and the mean, whatever n is.
+    // value, where the process has AMX; else i8 with a step, a sum and a
+    // size a row), RaBitQ's centre's image and the mean, whatever n is.
     let plain = open_with(&dir, None, true);
     assert_eq!(m.build.code_dim, Some(DIM));
     let map = match stratavec_simd::amx::active() {
         true => 4 * DIM * DIM,
-        false => DIM * DIM + 8 * DIM,
+        false => DIM * DIM + 12 * DIM,
     };
     assert_eq!(plain.memory().get("codes"), map + 4 * (DIM + DIM));
     let full = open_with(&dir, Some(plain.memory().total() as u64 + 2_000_000), true);

@@ -29,6 +29,8 @@ pub struct I8Matrix {
     steps: Vec<f32>,
     /// Each row's sum of `values`, for the vector's shift by 64.
     sums: Vec<i32>,
+    /// Each row's `Σ |held value|` (its i8 values' sizes times its step).
+    held_l1: Vec<f32>,
 }
 
 /// What a vector's values are shifted by to make them unsigned.
@@ -56,6 +58,7 @@ impl I8Matrix {
             values: Vec::with_capacity(values.len()),
             steps: Vec::with_capacity(rows),
             sums: Vec::with_capacity(rows),
+            held_l1: Vec::with_capacity(rows),
         };
         for row in values.chunks_exact(n) {
             let top = row.iter().fold(0f32, |a, v| a.max(v.abs()));
@@ -66,8 +69,10 @@ impl I8Matrix {
                 row.iter()
                     .map(|v| (v * inv).round().clamp(-127.0, 127.0) as i8),
             );
-            out.sums
-                .push(out.values[start..].iter().map(|&v| i32::from(v)).sum());
+            let held = &out.values[start..];
+            out.sums.push(held.iter().map(|&v| i32::from(v)).sum());
+            let l1: i32 = held.iter().map(|&v| i32::from(v).abs()).sum();
+            out.held_l1.push(l1 as f32 * step);
             out.steps.push(step);
         }
         out
@@ -97,15 +102,26 @@ impl I8Matrix {
     /// (The held values are within `step/2` of the originals, which moves
     /// the answer by at most `step/2 · ‖x‖₁` more.)
     pub fn error_bound(&self, r: usize, x: &[f32]) -> f32 {
-        let s_x = x.iter().fold(0f32, |a, v| a.max(v.abs())) / VECTOR_LEVELS;
-        let row = &self.values[r * self.n..(r + 1) * self.n];
-        let l1: f32 = row.iter().map(|&v| f32::from(v).abs()).sum();
-        0.5 * s_x * l1 * self.steps[r]
+        0.5 * Self::vector_step(x) * self.held_l1[r]
+    }
+
+    /// The most row `r`'s answer for a vector may differ from the product
+    /// of the values the matrix was made from, given the vector's step
+    /// ([`Self::vector_step`]) and `‖x‖₁`: [`Self::error_bound`] plus
+    /// half the row's step times `‖x‖₁`. O(1) a row, for a scan that
+    /// bounds every row.
+    pub fn source_error_bound(&self, r: usize, x_step: f32, x_l1: f32) -> f32 {
+        0.5 * (x_step * self.held_l1[r] + self.steps[r] * x_l1)
+    }
+
+    /// The step a vector is rounded to: `max |x| / 63`.
+    pub fn vector_step(x: &[f32]) -> f32 {
+        x.iter().fold(0f32, |a, v| a.max(v.abs())) / VECTOR_LEVELS
     }
 
     /// Bytes held in RAM.
     pub fn resident_bytes(&self) -> usize {
-        self.values.len() + 4 * (self.steps.len() + self.sums.len())
+        self.values.len() + 4 * (self.steps.len() + self.sums.len() + self.held_l1.len())
     }
 
     /// `out_j ≈ M·x_j` for each vector of `cols()` floats in `xs`
@@ -133,7 +149,7 @@ impl I8Matrix {
                 let q = (v * inv).clamp(-VECTOR_LEVELS, VECTOR_LEVELS) + (SHIFT as f32 + 0.5);
                 *c = q as i32 as u8;
             }
-            steps.push(top / VECTOR_LEVELS);
+            steps.push(top / VECTOR_LEVELS); // = Self::vector_step(x)
         }
         let mut ints = vec![0i32; vectors * rows];
         crate::matmat_u8i8(&self.values, &codes, n, &mut ints);

@@ -324,12 +324,12 @@ mod tests {
             "entries within {worst_step}, {mean} on average"
         );
         // The holding's bytes: f16 and AMX tiles (bf16, rows to 16 and
-        // columns to 32), or i8 with a step and a sum a row.
+        // columns to 32), or i8 with a step, a sum and a size a row.
         let map = match tiles {
             true => {
                 code_dim * dim * 2 + code_dim.next_multiple_of(16) * dim.next_multiple_of(32) * 2
             }
-            false => code_dim * dim + 8 * code_dim,
+            false => code_dim * dim + 12 * code_dim,
         };
         let want = map + 4 * (code_dim + dim);
         assert_eq!(scorer.resident_bytes(), want);
