@@ -9,6 +9,8 @@
 #      DiskANN's breadth-first node cache (pipeann-bfs), diskann polling
 #      for completions as the pipelined searches do (diskann-poll) and
 #      pipeann sleeping until one arrives as diskann does (pipeann-sleep),
+#      diskann, pipeann and gorgeous-pipe with an io_uring kernel thread
+#      submitting their reads (the -sqpoll systems, `--sqpoll`),
 #      DiskANN C++ (diskannpy) and hnswlib; 5 rounds;
 #   2. OctopusANN's ablation (Table 1 / Figures 15-16) at 2 threads,
 #      throughput mode, 20% budget: each technique alone on the PQ baseline
@@ -70,7 +72,7 @@ extra=octopus-bfs
 
 if has 1; then
   "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384.jsonl" \
-    --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe,pipeann-bfs,diskann-poll,pipeann-sleep \
+    --profiles "${PIPEANN_LATENCY_SYSTEMS:-diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe,pipeann-bfs,diskann-poll,pipeann-sleep,diskann-sqpoll,pipeann-sqpoll,gorgeous-pipe-sqpoll}" \
     --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
     --latency --memory-fraction 0.2 -L "$sweep" --rounds 5 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0

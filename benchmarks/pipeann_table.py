@@ -181,6 +181,17 @@ def latency_targets(results, set_name, row, target, judged):
     if "stratavec-pipeann-sleep" in per:
         row("the same, both sleeping until a completion (pipeann-sleep vs diskann)",
             p50_ratios(per["stratavec-pipeann-sleep"], disk, target), None)
+    # SQPOLL (`--sqpoll`): an io_uring kernel thread on the spare core
+    # submits the reads and does their completions' kernel work; beside the
+    # default rows, with diskann given the same where run.
+    for s_ in ("pipeann", "gorgeous-pipe"):
+        if f"stratavec-{s_}-sqpoll" in per:
+            row(f"{s_} with SQPOLL ({s_}-sqpoll vs diskann)",
+                p50_ratios(per[f"stratavec-{s_}-sqpoll"], disk, target), None)
+            if "stratavec-diskann-sqpoll" in per:
+                row(f"the same, both with SQPOLL ({s_}-sqpoll vs diskann-sqpoll)",
+                    p50_ratios(per[f"stratavec-{s_}-sqpoll"], per["stratavec-diskann-sqpoll"],
+                               target), None)
     # The best pipelined composition, from either latency run (each
     # compared with the diskann and hnswlib of its own run).
     best = None
@@ -190,7 +201,8 @@ def latency_targets(results, set_name, row, target, judged):
         runs.append(rounds.searches(rounds.load(f16)))
     for run in runs:
         for s in ("stratavec-pipeann", "stratavec-pipeann-blocks", "stratavec-pipeann-blocks-f16",
-                  "stratavec-gorgeous-pipe"):
+                  "stratavec-gorgeous-pipe", "stratavec-pipeann-sqpoll",
+                  "stratavec-gorgeous-pipe-sqpoll"):
             r = p50_ratios(run.get(s, []), run.get("stratavec-diskann", []), target)
             if r and (best is None or statistics.median(r) < statistics.median(best[1])):
                 best = (s, r, run)

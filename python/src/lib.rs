@@ -628,13 +628,14 @@ fn on_error_mask(on_error: &str) -> PyResult<bool> {
 impl Index {
     /// Opens the index in `index_dir`; see `stratavec.Index.open`.
     #[staticmethod]
-    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto", navigation_graph = true))]
+    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto", navigation_graph = true, sqpoll = false))]
     fn open(
         py: Python<'_>,
         index_dir: PathBuf,
         memory_budget_mb: Option<f64>,
         io: &str,
         navigation_graph: bool,
+        sqpoll: bool,
     ) -> PyResult<Index> {
         let budget = collection::budget_arg(memory_budget_mb)?;
         let opts = OpenOptions {
@@ -644,6 +645,7 @@ impl Index {
             // Reserve I/O buffers for the default search (all cores).
             reserve_threads: default_threads(),
             navigation_graph,
+            sqpoll,
             ..OpenOptions::default()
         };
         let dir = index_dir.clone();

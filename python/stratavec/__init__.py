@@ -423,8 +423,11 @@ class Index:
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
         navigation_graph: bool = True,
+        sqpoll: bool = False,
     ) -> None:
-        self._index = _stratavec.Index.open(index_dir, memory_budget_mb, io, navigation_graph)
+        self._index = _stratavec.Index.open(
+            index_dir, memory_budget_mb, io, navigation_graph, sqpoll
+        )
 
     @classmethod
     def open(
@@ -433,6 +436,7 @@ class Index:
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
         navigation_graph: bool = True,
+        sqpoll: bool = False,
     ) -> "Index":
         """Open the index in ``index_dir``.
 
@@ -457,6 +461,12 @@ class Index:
             Start searches from the index's navigation graph, if it has one
             (Starling §4.3). ``False`` starts from the medoid and gives the
             graph's memory to the node cache instead.
+        sqpoll : bool
+            io_uring only: reads are submitted, and their completions'
+            kernel work done, by a kernel thread (SQPOLL) instead of the
+            searching thread. For one query at a time with a spare core
+            (``search(..., threads=1, in_flight=1)``): it shortens a query whose own CPU
+            is its latency, and keeps a core busy while queries come.
 
         Raises
         ------
@@ -466,7 +476,7 @@ class Index:
             The index is corrupt, truncated, from a newer stratavec, or the
             budget is too small.
         """
-        return cls(index_dir, memory_budget_mb, io, navigation_graph)
+        return cls(index_dir, memory_budget_mb, io, navigation_graph, sqpoll)
 
     @property
     def dim(self) -> int:

@@ -50,6 +50,7 @@ class Index:
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
         navigation_graph: bool = True,
+        sqpoll: bool = False,
     ) -> Index: ...
     @property
     def dim(self) -> int: ...

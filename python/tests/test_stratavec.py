@@ -115,6 +115,17 @@ def test_constructor_is_open(built):
     assert len(stratavec.Index(built[0])) == N
 
 
+def test_sqpoll_reads_give_the_same_answers(built, data, index):
+    # Where the kernel refuses SQPOLL the reader falls back to a plain ring,
+    # so this holds either way; the answers must not depend on who submits.
+    _, q = data
+    fast = stratavec.Index.open(built[0], sqpoll=True)
+    D1, I1 = fast.search(q[:20], 10, threads=1, in_flight=1)
+    D2, I2 = index.search(q[:20], 10, threads=1, in_flight=1)
+    np.testing.assert_array_equal(I1, I2)
+    np.testing.assert_array_equal(D1, D2)
+
+
 def test_one_query_and_lists(index, data):
     _, q = data
     D, I = index.search(q[3], 5)

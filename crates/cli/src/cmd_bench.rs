@@ -79,6 +79,11 @@ pub struct Args {
     /// the search's own (1000 for the pipelined search, else 0).
     #[arg(long)]
     poll_us: Option<u32>,
+    /// io_uring readers submit through a kernel thread (SQPOLL) for every
+    /// system whose variant does not set its own (the `-sqpoll` variants):
+    /// see `stratavec search --sqpoll`.
+    #[arg(long)]
+    sqpoll: bool,
     /// Memory budget as a fraction of the raw vector bytes (0.2 = the papers' 20%).
     #[arg(long, default_value_t = 0.2)]
     memory_fraction: f64,
@@ -301,6 +306,7 @@ pub fn run(mut a: Args) -> Result<()> {
                     threads: a.threads,
                     in_flight: a.in_flight,
                     poll_us: variant.poll_us.or(a.poll_us),
+                    sqpoll: variant.sqpoll.unwrap_or(a.sqpoll),
                     budget_bytes: budget,
                     build: build.clone(),
                     page_search: variant.page_search,

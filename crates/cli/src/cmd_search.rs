@@ -114,6 +114,12 @@ pub struct Args {
     /// (mmap held to a tier's latency and bandwidth).
     #[arg(long, default_value = "auto")]
     io: Backend,
+    /// io_uring: submit through a kernel thread (SQPOLL), which also takes
+    /// the reads' completion work off the searching thread. For latency
+    /// mode (`--threads 1 --in-flight 1`) with a spare core: it keeps a core
+    /// busy (a kernel thread a searching thread) while queries come.
+    #[arg(long)]
+    sqpoll: bool,
     /// Write the neighbours found at the last -L to this `.npy` (int64,
     /// queries x k): the ids the index was built with (`build
     /// --id-column`), else row numbers; -1 where a query found fewer than k
@@ -166,6 +172,7 @@ pub fn run(a: Args) -> Result<()> {
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
         io: a.io,
+        sqpoll: a.sqpoll,
         reserve_threads: threads,
         navigation_graph: a.nav_graph,
         ..Default::default()

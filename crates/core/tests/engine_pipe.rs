@@ -121,6 +121,48 @@ fn a_pipelined_query_never_drops_a_completed_read() {
     }
 }
 
+/// Reads submitted by an io_uring kernel thread (`OpenOptions::sqpoll`;
+/// the reader falls back to a plain ring where the kernel refuses it) give
+/// the beam search the same answers, and the pipelined search still uses
+/// every read it issues, one query at a time as latency mode runs it.
+#[test]
+fn reads_submitted_by_a_kernel_thread_give_the_same_search() {
+    let (_, _, queries) = index_dir();
+    let with = |sqpoll: bool| {
+        let opts = OpenOptions {
+            sqpoll,
+            ..Default::default()
+        }
+        .reserve_for(Some(W), Some(1));
+        Index::open(index_dir().0.path().join("i"), &opts).unwrap()
+    };
+    let (plain, kernel) = (with(false), with(true));
+    let one = |pipelined| SearchParams {
+        threads: 1,
+        in_flight: 1,
+        ..params(60, pipelined, WidthPolicy::Fixed)
+    };
+    let a = plain.search_batch(queries, DIM, &one(false)).unwrap();
+    let b = kernel.search_batch(queries, DIM, &one(false)).unwrap();
+    assert_eq!(a.ids, b.ids);
+    assert_eq!(a.dists, b.dists);
+    if !kernel.io_backend().contains("sqpoll") {
+        eprintln!(
+            "note: this kernel refused SQPOLL ({}); both sides read through a plain ring",
+            kernel.io_backend()
+        );
+    }
+    let r = kernel.search_batch(queries, DIM, &one(true)).unwrap();
+    for (q, s) in r.stats.iter().enumerate() {
+        assert!(s.reads > 0, "query {q} read nothing: {s:?}");
+        assert_eq!(
+            s.exact,
+            s.reads + s.shared_reads + s.cache_hits,
+            "query {q}: {s:?}"
+        );
+    }
+}
+
 /// A read failing while others of the same query are in flight fails that
 /// query only; the reader goes back to the pool with nothing in flight, and
 /// the next batch on the same index answers as a fresh index does.

@@ -171,11 +171,15 @@ impl UringReader {
                 Err(e) => registration_error = Some(e.to_string()),
             }
         }
-        let name = match (direct, registered) {
-            (true, true) => "io_uring+direct",
-            (true, false) => "io_uring+direct(unregistered)",
-            (false, true) => "io_uring+buffered",
-            (false, false) => "io_uring+buffered(unregistered)",
+        let name = match (direct, registered, sqpoll) {
+            (true, true, false) => "io_uring+direct",
+            (true, false, false) => "io_uring+direct(unregistered)",
+            (false, true, false) => "io_uring+buffered",
+            (false, false, false) => "io_uring+buffered(unregistered)",
+            (true, true, true) => "io_uring+direct+sqpoll",
+            (true, false, true) => "io_uring+direct(unregistered)+sqpoll",
+            (false, true, true) => "io_uring+buffered+sqpoll",
+            (false, false, true) => "io_uring+buffered(unregistered)+sqpoll",
         };
         Ok(UringReader {
             ring: ManuallyDrop::new(ring),

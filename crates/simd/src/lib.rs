@@ -158,13 +158,20 @@ pub fn quantize_u16(src: &[f32], out: &mut [u16]) -> (f32, f32) {
 /// `table.len() > 256 * m`, every row is inside `codes` and
 /// `out.len() == ids.len()`.
 pub fn pq_adc_rows_u16(table: &[u16], codes: &[u8], m: usize, ids: &[u32], out: &mut [u32]) {
+    prefetch_rows(codes, m, ids);
+    (dispatch::active().pq_adc_rows_u16)(table, codes, m, ids, out)
+}
+
+/// Hints the CPU to bring rows `ids` of `codes` (`m` bytes each) into
+/// cache; ids outside the codes are skipped. A search calls it for the rows
+/// it expects to estimate next, so their misses overlap the work between.
+pub fn prefetch_rows(codes: &[u8], m: usize, ids: &[u32]) {
     let rows = codes.len().checked_div(m).unwrap_or(0);
     for &id in ids {
         if (id as usize) < rows {
             prefetch(codes, id as usize * m, m);
         }
     }
-    (dispatch::active().pq_adc_rows_u16)(table, codes, m, ids, out)
 }
 
 /// Hints the CPU to bring `bytes[start..start+len]` into cache (a no-op

@@ -170,6 +170,8 @@ pub struct Sweep<'a> {
     /// Microseconds a worker polls for a completion before it sleeps;
     /// `None` keeps the search's default (`SearchParams::with_io_defaults`).
     pub poll_us: Option<u32>,
+    /// io_uring readers submit through a kernel thread (`OpenOptions::sqpoll`).
+    pub sqpoll: bool,
     /// Measure the pages' OR(G) and records a page at open (a scan of the
     /// pages file) for the page-I/O model (`bench::ablation`).
     pub page_utility: bool,
@@ -198,6 +200,7 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         graph_cache: s.graph_cache,
         node_cache: s.node_cache,
         io: s.io,
+        sqpoll: s.sqpoll,
         ..Default::default()
     }
     .reserve_for(s.beam_width, s.in_flight);
@@ -339,7 +342,7 @@ impl Opened<'_> {
             "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
             "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
             "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
-            "rerank_factor": self.warm.rerank_factor, "poll_us": self.warm.poll_us,
+            "rerank_factor": self.warm.rerank_factor, "poll_us": self.warm.poll_us, "sqpoll": s.sqpoll,
             "pipelined": s.pipelined, "width": s.width.as_str(), "tier": s.io.to_string(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,

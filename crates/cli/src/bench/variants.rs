@@ -63,6 +63,9 @@ pub struct Variant {
     /// Microseconds a worker polls for a completion before it sleeps, when
     /// not the bench's --poll-us.
     pub poll_us: Option<u32>,
+    /// io_uring submission through a kernel thread (SQPOLL), when not the
+    /// bench's --sqpoll.
+    pub sqpoll: Option<bool>,
 }
 
 const BASE: Variant = Variant {
@@ -91,6 +94,7 @@ const BASE: Variant = Variant {
     ivf_codes: false,
     node_rank: None,
     poll_us: None,
+    sqpoll: None,
 };
 
 /// The laser profile as searched by default (AlayaLaser): neighbour codes
@@ -138,6 +142,15 @@ const PIPEANN: Variant = Variant {
     pipelined: true,
     width: WidthPolicy::Adaptive,
     ..BASE
+};
+
+/// Gorgeous with the pipelined refinement (issue #22's composition).
+const GORGEOUS_PIPE: Variant = Variant {
+    name: "gorgeous-pipe",
+    about: "gorgeous with pipelined refinement: settled candidates' vectors read during the \
+            search stage (issue #22's composition)",
+    pipelined: true,
+    ..GORGEOUS
 };
 
 /// OctopusANN's C5 as its profile builds it: navigation graph, BNF blocks,
@@ -277,13 +290,7 @@ pub const ALL: &[Variant] = &[
         page_size: Some(8192),
         ..GORGEOUS
     },
-    Variant {
-        name: "gorgeous-pipe",
-        about: "gorgeous with pipelined refinement: settled candidates' vectors read during \
-                the search stage (issue #22's composition)",
-        pipelined: true,
-        ..GORGEOUS
-    },
+    GORGEOUS_PIPE,
     Variant {
         name: "laser-layout",
         about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
@@ -362,6 +369,25 @@ pub const ALL: &[Variant] = &[
         about: "pipeann with its workers sleeping until a completion arrives instead of polling",
         poll_us: Some(0),
         ..PIPEANN
+    },
+    Variant {
+        name: "diskann-sqpoll",
+        about: "diskann with its reads submitted (and their completions' work done) by an \
+                io_uring kernel thread on another core (SQPOLL)",
+        sqpoll: Some(true),
+        ..BASE
+    },
+    Variant {
+        name: "pipeann-sqpoll",
+        about: "pipeann with its reads submitted by an io_uring kernel thread (SQPOLL)",
+        sqpoll: Some(true),
+        ..PIPEANN
+    },
+    Variant {
+        name: "gorgeous-pipe-sqpoll",
+        about: "gorgeous-pipe with its reads submitted by an io_uring kernel thread (SQPOLL)",
+        sqpoll: Some(true),
+        ..GORGEOUS_PIPE
     },
     Variant {
         name: "octopus-navcache",
@@ -561,6 +587,9 @@ mod tests {
             assert_eq!(name("diskann"), name(ablation));
         }
         assert_eq!(name("gorgeous"), name("gorgeous-pipe"));
+        assert_eq!(name("gorgeous"), name("gorgeous-pipe-sqpoll"));
+        assert_eq!(name("diskann"), name("diskann-sqpoll"));
+        assert_eq!(name("pipeann"), name("pipeann-sqpoll"));
         for same in [
             "pipeann-blocks",
             "octopus-schedule",

@@ -40,6 +40,14 @@ pub struct OpenOptions {
     /// codes only, no node cache.
     pub memory_budget_bytes: Option<u64>,
     pub io: Backend,
+    /// io_uring readers submit through a kernel thread (SQPOLL) that also
+    /// takes their completions' work off the searching thread. For latency
+    /// mode (one thread, one query in flight) on a spare core: a query's
+    /// own CPU then carries no read's submission or completion, which on a
+    /// virtual machine's disk is several µs each (BENCHMARKS.md, issue
+    /// #22). Each reader's kernel thread spins while reads come (idle
+    /// 200 ms before it sleeps), a core each; the other backends ignore it.
+    pub sqpoll: bool,
     /// I/O buffers are reserved out of the budget for this many threads x
     /// queries in flight x beam width (at most `search::READ_SLOTS` a thread).
     pub reserve_threads: usize,
@@ -88,6 +96,7 @@ impl Default for OpenOptions {
         OpenOptions {
             memory_budget_bytes: None,
             io: Backend::Auto,
+            sqpoll: false,
             reserve_threads: 2,
             reserve_in_flight: in_flight_for(4),
             reserve_beam_width: 4,
@@ -119,6 +128,7 @@ pub struct Index {
     entry: Box<dyn EntryPoints>,
     memory: MemoryReport,
     io: Backend,
+    sqpoll: bool,
     fault: Option<FaultPredicate>,
     /// Name of the I/O backend actually used ("io_uring+direct", ...).
     io_name: Mutex<String>,
@@ -419,6 +429,7 @@ impl Index {
             cache,
             memory,
             io: opts.io,
+            sqpoll: opts.sqpoll,
             fault: opts.fault_injection.clone(),
             io_name: Mutex::new(io_name),
             buffer_bytes: buffers,
@@ -661,7 +672,7 @@ impl Index {
                 backend: self.io,
                 slots,
                 slot_bytes: self.layout.max_span_bytes(),
-                ..Default::default()
+                sqpoll: self.sqpoll,
             },
         )?;
         if let Some(fail) = self.fault.clone() {

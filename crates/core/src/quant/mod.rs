@@ -63,6 +63,9 @@ pub trait Quantizer: Send + Sync {
     /// Estimated distances of many ids at once (`out[i]` for `ids[i]`); a
     /// quantizer may overlap the memory accesses of scattered codes.
     fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]);
+    /// Hints the CPU to bring the codes of `ids` into cache ahead of their
+    /// estimates (a no-op for estimators with nothing per vector in RAM).
+    fn prefetch(&self, _ids: &[u32]) {}
     /// Estimated distance of vector `id` to the prepared query.
     fn estimate(&self, table: &QueryTable, id: u32) -> f32 {
         let mut out = [0.0];

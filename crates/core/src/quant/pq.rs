@@ -256,6 +256,10 @@ impl Quantizer for PqQuantizer {
         });
     }
 
+    fn prefetch(&self, ids: &[u32]) {
+        stratavec_simd::prefetch_rows(&self.codes, self.codebook.m, ids);
+    }
+
     fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]) {
         let m = self.codebook.m;
         let mut sums = [0u32; 64];
