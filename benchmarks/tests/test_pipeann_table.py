@@ -50,6 +50,25 @@ def test_polling_rows_compare_like_with_like(tmp_path):
     assert "both sleeping until a completion (pipeann-sleep vs diskann) | 0.80×" in out
 
 
+def test_sqpoll_rows_sit_beside_the_targets_and_compete_for_the_best_composition(tmp_path):
+    rows = [row("stratavec-diskann", r, 40, 0.95, 1000.0, 35.0) for r in range(2)]
+    rows += [row("stratavec-pipeann", r, 40, 0.95, 800.0, 35.0) for r in range(2)]
+    rows += [row("stratavec-gorgeous-pipe", r, 30, 0.95, 450.0, 16.0) for r in range(2)]
+    rows += [row("stratavec-diskann-sqpoll", r, 40, 0.95, 900.0, 35.0) for r in range(2)]
+    rows += [row("stratavec-gorgeous-pipe-sqpoll", r, 30, 0.95, 380.0, 16.0) for r in range(2)]
+    rows += [row("hnswlib", r, 40, 0.95, 400.0) for r in range(2)]
+    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.targets(str(tmp_path)))
+    # The pipeann line stays the default search's.
+    assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query) | 0.80×" in out
+    assert "gorgeous-pipe with SQPOLL (gorgeous-pipe-sqpoll vs diskann) | 0.38× (0.38–0.38) " \
+           "(median, range over rounds) | (not a target) |" in out
+    assert "both with SQPOLL (gorgeous-pipe-sqpoll vs diskann-sqpoll) | 0.42×" in out
+    assert "pipeann with SQPOLL" not in out  # not run
+    assert "best pipelined composition (gorgeous-pipe-sqpoll) p50 ≤ 0.4× diskann's | 0.38× " \
+           "(0.38–0.38) (median, range over rounds) | met |" in out
+
+
 def test_model_table_reads_the_ablate_fields(tmp_path):
     def abl(system, technique, model, **extra):
         r = row(system, 0, 40, 0.96, 500.0, 20.0)
