@@ -15,6 +15,15 @@ def row(system, rnd, L, recall, p50, reads=30.0):
             "reads_per_query": reads}
 
 
+def latency_targets(tmp_path, systems):
+    """The targets table over a latency run of two rounds, each system at
+    one point: `systems` maps a system to (L, p50, reads)."""
+    rows = [row(s, r, L, 0.95, p50, *([reads] if reads else []))
+            for s, (L, p50, reads) in systems.items() for r in range(2)]
+    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    return "\n".join(T.targets(str(tmp_path)))
+
+
 def test_p50_ratios_pair_rounds_and_take_the_lowest_p50_reaching_the_recall():
     d = [row("stratavec-diskann", 0, 40, 0.95, 1000.0), row("stratavec-diskann", 0, 60, 0.97, 1200.0),
          row("stratavec-diskann", 1, 40, 0.95, 1100.0)]
@@ -26,11 +35,9 @@ def test_p50_ratios_pair_rounds_and_take_the_lowest_p50_reaching_the_recall():
 
 
 def test_targets_read_the_latency_run(tmp_path):
-    rows = [row("stratavec-diskann", r, 40, 0.95, 1000.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-pipeann", r, 40, 0.95, 700.0, 38.0) for r in range(2)]
-    rows += [row("hnswlib", r, 40, 0.95, 200.0) for r in range(2)]
-    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    out = "\n".join(T.targets(str(tmp_path)))
+    out = latency_targets(tmp_path, {"stratavec-diskann": (40, 1000.0, 35.0),
+                                     "stratavec-pipeann": (40, 700.0, 38.0),
+                                     "hnswlib": (40, 200.0, None)})
     assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query) | 0.70×" in out
     assert "| 0.70× (0.70–0.70) (median, range over rounds) | met |" in out
     assert "≤ 3× hnswlib's p50 | 3.50×" in out and "not met" in out
@@ -38,12 +45,10 @@ def test_targets_read_the_latency_run(tmp_path):
 
 
 def test_polling_rows_compare_like_with_like(tmp_path):
-    rows = [row("stratavec-diskann", r, 40, 0.95, 1000.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-pipeann", r, 40, 0.95, 640.0, 38.0) for r in range(2)]
-    rows += [row("stratavec-diskann-poll", r, 40, 0.95, 800.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-pipeann-sleep", r, 40, 0.95, 800.0, 38.0) for r in range(2)]
-    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    out = "\n".join(T.targets(str(tmp_path)))
+    out = latency_targets(tmp_path, {"stratavec-diskann": (40, 1000.0, 35.0),
+                                     "stratavec-pipeann": (40, 640.0, 38.0),
+                                     "stratavec-diskann-poll": (40, 800.0, 35.0),
+                                     "stratavec-pipeann-sleep": (40, 800.0, 38.0)})
     assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query) | 0.64×" in out
     assert "both polling for completions (pipeann vs diskann-poll) | 0.80× (0.80–0.80) " \
            "(median, range over rounds) | (not a target) |" in out
@@ -51,14 +56,12 @@ def test_polling_rows_compare_like_with_like(tmp_path):
 
 
 def test_sqpoll_rows_sit_beside_the_targets_and_compete_for_the_best_composition(tmp_path):
-    rows = [row("stratavec-diskann", r, 40, 0.95, 1000.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-pipeann", r, 40, 0.95, 800.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-gorgeous-pipe", r, 30, 0.95, 450.0, 16.0) for r in range(2)]
-    rows += [row("stratavec-diskann-sqpoll", r, 40, 0.95, 900.0, 35.0) for r in range(2)]
-    rows += [row("stratavec-gorgeous-pipe-sqpoll", r, 30, 0.95, 380.0, 16.0) for r in range(2)]
-    rows += [row("hnswlib", r, 40, 0.95, 400.0) for r in range(2)]
-    (tmp_path / "pipeann-latency-384.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    out = "\n".join(T.targets(str(tmp_path)))
+    out = latency_targets(tmp_path, {"stratavec-diskann": (40, 1000.0, 35.0),
+                                     "stratavec-pipeann": (40, 800.0, 35.0),
+                                     "stratavec-gorgeous-pipe": (30, 450.0, 16.0),
+                                     "stratavec-diskann-sqpoll": (40, 900.0, 35.0),
+                                     "stratavec-gorgeous-pipe-sqpoll": (30, 380.0, 16.0),
+                                     "hnswlib": (40, 400.0, None)})
     # The pipeann line stays the default search's.
     assert "pipeann p50 ≤ 0.75× diskann's (1 thread x 1 query) | 0.80×" in out
     assert "gorgeous-pipe with SQPOLL (gorgeous-pipe-sqpoll vs diskann) | 0.38× (0.38–0.38) " \
