@@ -31,16 +31,19 @@
 #   7. latency on the 96-d PCA (7.5 records a 4 KB block, where the block
 #      compositions read far fewer pages): diskann, starling, pipeann,
 #      octopus, pipeann-blocks, gorgeous, gorgeous-pipe, DiskANN C++ and
-#      hnswlib, 5 rounds.
+#      hnswlib, 5 rounds;
+#   8. latency on wordnet-mpnet (768-d, one record a 4 KB page;
+#      scripts/wordnet-mpnet.sh): diskann, gorgeous, gorgeous-pipe and the
+#      -sqpoll systems of step 1 beside them, and hnswlib; 3 rounds.
 # Steps can be chosen: `benchmarks/pipeann.sh 1 5`; with no argument 1-4,
-# 6, 7, then 5. Index builds are reused
+# 6-8, then 5. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 # PIPEANN_RESULTS (a folder) and PIPEANN_TAG (the BENCHMARKS.md markers) keep
 # another machine's rows and tables apart from these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3 4 6 7 5}
+steps=${*:-1 2 3 4 6 7 8 5}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -109,6 +112,15 @@ if has 7; then
     --profiles diskann,starling,pipeann,octopus,pipeann-blocks,gorgeous,gorgeous-pipe \
     --peers "${PIPEANN_PEERS:-diskannpy,hnswlib}" \
     --latency --memory-fraction 0.2 -L "$pca_sweep" --rounds 5 --min-pass-seconds 0 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 8; then
+  mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
+  [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
+  "$bin" bench --data "$mpnet" --work "$work" --out "$res/pipeann-latency-768.jsonl" \
+    --profiles diskann,gorgeous,gorgeous-pipe,diskann-sqpoll,gorgeous-pipe-sqpoll \
+    --peers "${PIPEANN_PEERS_768:-hnswlib}" \
+    --latency --memory-fraction 0.2 -L 16,20,24,28,32,40,50,60 --rounds 3 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then

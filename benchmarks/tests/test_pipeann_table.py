@@ -105,3 +105,16 @@ def test_pca96_latency_lines_are_figures_beside_the_targets(tmp_path):
     assert "best pipelined composition (pipeann-blocks, pca96) p50 ≤ 0.4× diskann's | 0.30×" in out
     assert "(pipeann-blocks, pca96) ≤ 3× hnswlib's p50 | 3.00×" in out
     assert " met |" not in out
+
+
+def test_a_768_run_without_pipeann_gives_only_the_lines_it_can(tmp_path):
+    rows = [row("stratavec-diskann", r, 28, 0.95, 1000.0, 30.0) for r in range(2)]
+    rows += [row("stratavec-gorgeous-pipe-sqpoll", r, 28, 0.95, 350.0, 12.0) for r in range(2)]
+    rows += [row("hnswlib", r, 28, 0.95, 500.0) for r in range(2)]
+    (tmp_path / "pipeann-latency-768.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.targets(str(tmp_path)))
+    assert "pipeann p50" not in out and "not measured" not in out
+    assert "gorgeous-pipe with SQPOLL (gorgeous-pipe-sqpoll vs diskann, 768) | 0.35×" in out
+    assert "best pipelined composition (gorgeous-pipe-sqpoll, 768) p50 ≤ 0.4× diskann's | 0.35× " \
+           "(0.35–0.35) (median, range over rounds) | (not a target) |" in out
+    assert " met |" not in out
