@@ -465,8 +465,9 @@ class Index:
             io_uring only: reads are submitted, and their completions'
             kernel work done, by a kernel thread (SQPOLL) instead of the
             searching thread. For one query at a time with a spare core
-            (``search(..., threads=1, in_flight=1)``): it shortens a query whose own CPU
-            is its latency, and keeps a core busy while queries come.
+            (``search(..., threads=1, in_flight=1)``): it shortens a query
+            whose own CPU is its latency, and keeps a core busy while
+            queries come.
 
         Raises
         ------
