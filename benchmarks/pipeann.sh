@@ -34,16 +34,20 @@
 #      hnswlib, 5 rounds;
 #   8. latency on wordnet-mpnet (768-d, one record a 4 KB page;
 #      scripts/wordnet-mpnet.sh): diskann, gorgeous, gorgeous-pipe and the
-#      -sqpoll systems of step 1 beside them, and hnswlib; 3 rounds.
+#      -sqpoll systems of step 1 beside them, and hnswlib; 3 rounds;
+#   9. latency of diskann and pipeann on this disk and, in the same rounds,
+#      on a simulated device whose reads take 80 µs at any depth (`--tier
+#      simulated:80000,100`, the issue's depth-1 figure): what pipelining
+#      gives where a deeper queue does not slow each read; 5 rounds.
 # Steps can be chosen: `benchmarks/pipeann.sh 1 5`; with no argument 1-4,
-# 6-8, then 5. Index builds are reused
+# 6-9, then 5. Index builds are reused
 # from .cache/bench. Run it with nothing else on the machine.
 # PIPEANN_RESULTS (a folder) and PIPEANN_TAG (the BENCHMARKS.md markers) keep
 # another machine's rows and tables apart from these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${*:-1 2 3 4 6 7 8 5}
+steps=${*:-1 2 3 4 6 7 8 9 5}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
 data=.cache/wordnet-minilm
@@ -121,6 +125,12 @@ if has 8; then
     --profiles diskann,gorgeous,gorgeous-pipe,diskann-sqpoll,gorgeous-pipe-sqpoll \
     --peers "${PIPEANN_PEERS_768:-hnswlib}" \
     --latency --memory-fraction 0.2 -L 16,20,24,28,32,40,50,60 --rounds 3 --min-pass-seconds 0 \
+    --device-seconds 0 --sustained-seconds 0
+fi
+if has 9; then
+  "$bin" bench --data "$data" --work "$work" --out "$res/pipeann-latency-384-tiers.jsonl" \
+    --profiles diskann,pipeann --tier ssd --tier simulated:80000,100 \
+    --latency --memory-fraction 0.2 -L 30,35,40,45,50 --rounds 5 --min-pass-seconds 0 \
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 5; then

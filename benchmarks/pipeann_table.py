@@ -4,8 +4,10 @@ rows (benchmarks/pipeann.sh writes them).
     python benchmarks/pipeann_table.py --results benchmarks/results \
         --out benchmarks/results/pipeann.md --into BENCHMARKS.md
 
-Reads pipeann-latency-384.jsonl, pipeann-latency-384-f16.jsonl and
-pipeann-latency-pca96.jsonl (1 thread x 1 query in flight, every system
+Reads pipeann-latency-384.jsonl, pipeann-latency-384-f16.jsonl,
+pipeann-latency-384-tiers.jsonl (diskann and pipeann on this disk and a
+simulated constant-latency device), pipeann-latency-pca96.jsonl and
+pipeann-latency-768.jsonl (1 thread x 1 query in flight, every system
 in the same rounds): for each system and recall@10 target, the
 lowest p50 among the points reaching it (median over rounds of each L), its
 p99 / p99.9 and reads a query, and p50 against diskann's computed within
@@ -77,17 +79,19 @@ THROUGHPUT = dict(
 def table(path, targets, pick, first, cols, ratio):
     """One row a system; for each target the point `pick` chooses among the
     points reaching it (median over rounds of each L), its columns, and the
-    ratio to diskann computed within each round."""
+    ratio to diskann computed within each round (the diskann of the same
+    tier, `@TIER`, in a `bench --tier` run)."""
     rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
     per = rounds.searches(rows)
-    disk = per.get("stratavec-diskann", [])
     names = [first[0]] + [c[0] for c in cols] + [ratio[0]]
     out = [caption(run, path), "",
            "| system |" + "".join(f" R@10 ≥ {t:.2f}: {names[0]} |" + "".join(f" {n} |" for n in names[1:])
                                   for t in targets),
            "|---|" + "---:|" * (len(names) * len(targets))]
     for s, rs in per.items():
+        tier = s[s.index("@"):] if "@" in s else ""
+        disk = per.get("stratavec-diskann" + tier, [])
         pts = rounds.collapse(rs)
         cells = [name(s)]
         for t in targets:
@@ -224,6 +228,22 @@ def latency_targets(results, set_name, row, target, judged):
         reads, verdict(lambda v: v <= 1.15))
 
 
+def tier_lines(results, row, target):
+    """pipeann against diskann on each tier of pipeann-latency-384-tiers.jsonl
+    (`bench --tier`: this disk, and a simulated device whose reads take the
+    same time at any depth), same rounds; figures beside the targets."""
+    path = os.path.join(results, "pipeann-latency-384-tiers.jsonl")
+    if not os.path.exists(path):
+        return
+    per = rounds.searches(rounds.load(path))
+    for tier in sorted({s.split("@", 1)[1] for s in per if "@" in s}):
+        disk = per.get(f"stratavec-diskann@{tier}", [])
+        pipe = per.get(f"stratavec-pipeann@{tier}", [])
+        if disk and pipe:
+            row(f"pipeann p50 against diskann's on the {tier} tier (1 thread x 1 query)",
+                p50_ratios(pipe, disk, target), None)
+
+
 def targets(results, target=0.95):
     """Issue #22's targets on wordnet-minilm at recall@10 0.95."""
     out = ["| target | measured | |", "|---|---|---|"]
@@ -239,6 +259,7 @@ def targets(results, target=0.95):
         out.append(f"| {what} | {spread_cell(values)} (median, range over rounds) | {verdict} |")
 
     latency_targets(results, "384", row, target, judged=True)
+    tier_lines(results, row, target)
     for set_name in ("384", "pca96"):
         abl = os.path.join(results, f"pipeann-ablation-{set_name}.jsonl")
         if not os.path.exists(abl):
@@ -284,6 +305,12 @@ def main():
                   "so the block compositions read far fewer pages than at 384-d"
                   + rounds.latency_caveat(rounds.load(pca)) + "):", ""]
         lines += table(pca, **LATENCY) + [""]
+    tiers = os.path.join(a.results, "pipeann-latency-384-tiers.jsonl")
+    if os.path.exists(tiers):
+        lines += ["diskann and pipeann on this disk (`@ssd`) and on a simulated device whose reads "
+                  "take 80 µs at any depth (`@simulated:80000,100`), 1 thread x 1 query in flight, "
+                  "same rounds" + rounds.latency_caveat(rounds.load(tiers)) + ":", ""]
+        lines += table(tiers, **LATENCY) + [""]
     mp = os.path.join(a.results, "pipeann-latency-768.jsonl")
     if os.path.exists(mp):
         lines += ["Latency on wordnet-mpnet (768-d), 1 thread x 1 query in flight"

@@ -118,3 +118,16 @@ def test_a_768_run_without_pipeann_gives_only_the_lines_it_can(tmp_path):
     assert "best pipelined composition (gorgeous-pipe-sqpoll, 768) p50 ≤ 0.4× diskann's | 0.35× " \
            "(0.35–0.35) (median, range over rounds) | (not a target) |" in out
     assert " met |" not in out
+
+
+def test_tier_lines_pair_each_tier_s_own_diskann(tmp_path):
+    rows = [row(f"stratavec-{s}@{tier}", r, 40, 0.95, p50)
+            for s, tier, p50 in (("diskann", "ssd", 1000.0), ("pipeann", "ssd", 800.0),
+                                 ("diskann", "simulated:80000,100", 1200.0),
+                                 ("pipeann", "simulated:80000,100", 840.0))
+            for r in range(2)]
+    (tmp_path / "pipeann-latency-384-tiers.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    out = "\n".join(T.targets(str(tmp_path)))
+    assert "pipeann p50 against diskann's on the ssd tier (1 thread x 1 query) | 0.80× " \
+           "(0.80–0.80) (median, range over rounds) | (not a target) |" in out
+    assert "on the simulated:80000,100 tier (1 thread x 1 query) | 0.70×" in out
