@@ -38,8 +38,11 @@ step "cargo test"
 cargo test
 
 step "python tests"
-# maturin develop builds the extension into the venv (release, like users get).
-VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --release -q -m python/Cargo.toml
+# maturin develop builds the extension into the venv, with the engine
+# optimised as users get it (the `pytest` profile: release's opt-level without
+# LTO or an optimised Parquet/Arrow stack, which a release build takes
+# ~5 minutes of CI to compile; Cargo.toml says more).
+VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --profile pytest -q -m python/Cargo.toml
 "$venv/bin/python" -m pytest -q python/tests benchmarks/peers/tests benchmarks/tests
 
 step "interrupted builds (tests/interrupts.py)"
