@@ -105,6 +105,27 @@ def table(path, targets, pick, first, cols, ratio):
     return out
 
 
+# The latency runs, each a table: its file, and its caption around the
+# run's caveat.
+LATENCY_RUNS = [
+    ("pipeann-latency-384.jsonl",
+     "Latency, 1 thread x 1 query in flight (`bench --latency`: a query's time from its start, "
+     "its tables and entry search, to its result; the peers make one single-query call at a time",
+     "):"),
+    ("pipeann-latency-384-f16.jsonl",
+     "The same with the pipelined search over f16 blocks (`pipeann-blocks-f16`, 4 records a 4 KB "
+     "block; diskann stores f32", "):"),
+    ("pipeann-latency-pca96.jsonl",
+     "Latency on the 96-d PCA, 1 thread x 1 query in flight (7.5 records a 4 KB block, so the "
+     "block compositions read far fewer pages than at 384-d", "):"),
+    ("pipeann-latency-384-tiers.jsonl",
+     "diskann and pipeann on this disk (`@ssd`) and on a simulated device whose reads take 80 µs "
+     "at any depth (`@simulated:80000,100`), 1 thread x 1 query in flight, same rounds", ":"),
+    ("pipeann-latency-768.jsonl",
+     "Latency on wordnet-mpnet (768-d), 1 thread x 1 query in flight", ":"),
+]
+
+
 def model_table(path, target=0.95):
     """The page-I/O model beside the measured reads (rows of `bench --ablate`,
     which records each system's technique, OR(G), records a page and the
@@ -288,34 +309,11 @@ def main():
                     "get their own section")
     a = ap.parse_args()
     lines = []
-    lat = os.path.join(a.results, "pipeann-latency-384.jsonl")
-    if os.path.exists(lat):
-        lines += ["Latency, 1 thread x 1 query in flight (`bench --latency`: a query's time from its "
-                  "start, its tables and entry search, to its result; the peers make one single-query "
-                  "call at a time" + rounds.latency_caveat(rounds.load(lat)) + "):", ""]
-        lines += table(lat, **LATENCY) + [""]
-    f16 = os.path.join(a.results, "pipeann-latency-384-f16.jsonl")
-    if os.path.exists(f16):
-        lines += ["The same with the pipelined search over f16 blocks (`pipeann-blocks-f16`, 4 "
-                  "records a 4 KB block; diskann stores f32" + rounds.latency_caveat(rounds.load(f16))
-                  + "):", ""] + table(f16, **LATENCY) + [""]
-    pca = os.path.join(a.results, "pipeann-latency-pca96.jsonl")
-    if os.path.exists(pca):
-        lines += ["Latency on the 96-d PCA, 1 thread x 1 query in flight (7.5 records a 4 KB block, "
-                  "so the block compositions read far fewer pages than at 384-d"
-                  + rounds.latency_caveat(rounds.load(pca)) + "):", ""]
-        lines += table(pca, **LATENCY) + [""]
-    tiers = os.path.join(a.results, "pipeann-latency-384-tiers.jsonl")
-    if os.path.exists(tiers):
-        lines += ["diskann and pipeann on this disk (`@ssd`) and on a simulated device whose reads "
-                  "take 80 µs at any depth (`@simulated:80000,100`), 1 thread x 1 query in flight, "
-                  "same rounds" + rounds.latency_caveat(rounds.load(tiers)) + ":", ""]
-        lines += table(tiers, **LATENCY) + [""]
-    mp = os.path.join(a.results, "pipeann-latency-768.jsonl")
-    if os.path.exists(mp):
-        lines += ["Latency on wordnet-mpnet (768-d), 1 thread x 1 query in flight"
-                  + rounds.latency_caveat(rounds.load(mp)) + ":", ""]
-        lines += table(mp, **LATENCY) + [""]
+    for file, head, tail in LATENCY_RUNS:
+        path = os.path.join(a.results, file)
+        if os.path.exists(path):
+            lines += [head + rounds.latency_caveat(rounds.load(path)) + tail, ""]
+            lines += table(path, **LATENCY) + [""]
     for set_name in ("384", "pca96"):
         path = os.path.join(a.results, f"pipeann-ablation-{set_name}.jsonl")
         if os.path.exists(path):
