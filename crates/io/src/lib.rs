@@ -25,6 +25,7 @@ pub mod probe;
 mod ram;
 pub mod signals;
 mod slots;
+mod sq_thread;
 pub mod tier;
 mod uring;
 

@@ -8,13 +8,14 @@
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 
 use io_uring::{opcode, types, IoUring};
 
 use crate::open::{check_direct_flag, file_size, DIRECT_ALIGN};
 use crate::slots::SlotTable;
+use crate::sq_thread;
 use crate::{AlignedBuf, BlockReader, Completion, IoCounters, IoError, ReadRequest};
 
 /// Registered buffers are indexed by `u16`, and the kernel allows at most
@@ -43,6 +44,8 @@ pub struct UringReader {
     /// push resubmissions into the (borrowed) ring.
     cqes: Vec<(u64, i32)>,
     name: &'static str,
+    /// A SQPOLL ring, registered with `sq_thread` while open.
+    sqpoll: bool,
 }
 
 impl UringReader {
@@ -121,26 +124,34 @@ impl UringReader {
         // to the creating thread, but readers are opened on one thread and
         // moved to a worker. IOPOLL needs polled block queues (refused by
         // most kernels' setups).
-        let build = |coop: bool| {
+        let build = |coop: bool, attach: Option<RawFd>| {
             let mut builder = IoUring::builder();
             if sqpoll {
                 builder.setup_sqpoll(SQPOLL_IDLE_MS);
+            }
+            if let Some(fd) = attach {
+                builder.setup_attach_wq(fd);
             }
             if coop {
                 builder.setup_coop_taskrun().setup_taskrun_flag();
             }
             builder.build(entries)
         };
-        let ring = build(true)
-            .or_else(|_| build(false))
-            .map_err(|e| IoError::Unsupported {
-                backend: "io_uring",
-                path: table.path().to_path_buf(),
-                reason: format!(
-                    "io_uring_setup({entries} entries{}) refused: {e}",
-                    if sqpoll { ", SQPOLL" } else { "" }
-                ),
-            })?;
+        let either = |attach| build(true, attach).or_else(|_| build(false, attach));
+        let ring = if sqpoll {
+            // One kernel thread for every SQPOLL ring (`sq_thread`).
+            sq_thread::join(either)
+        } else {
+            either(None)
+        };
+        let ring = ring.map_err(|e| IoError::Unsupported {
+            backend: "io_uring",
+            path: table.path().to_path_buf(),
+            reason: format!(
+                "io_uring_setup({entries} entries{}) refused: {e}",
+                if sqpoll { ", SQPOLL" } else { "" }
+            ),
+        })?;
         let mut buf = AlignedBuf::new(slots * slot_bytes, DIRECT_ALIGN);
 
         let mut registration_error = None;
@@ -193,6 +204,7 @@ impl UringReader {
             poll: std::time::Duration::ZERO,
             cqes: Vec::with_capacity(entries as usize * 2),
             name,
+            sqpoll,
         })
     }
 
@@ -457,6 +469,10 @@ impl Drop for UringReader {
                 break;
             }
             sink.clear();
+        }
+        if self.sqpoll {
+            // Before the fd closes: no ring may attach to it after.
+            sq_thread::leave(self.ring.as_raw_fd());
         }
         // SAFETY: dropped exactly once, here, and never used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.ring) };
