@@ -94,21 +94,25 @@ impl PipeSearch {
         })
     }
 
-    /// Routes every arrived page: its targets' neighbours into the list
-    /// (and block search's claims), unless the read was wasted.
-    fn route(&mut self, ctx: &SearchContext) {
+    /// Routes the oldest arrived page: its targets' neighbours into the list
+    /// (and block search's claims), unless the read was wasted. False if
+    /// none had arrived.
+    ///
+    /// One page a step, so each arrival's replacement read goes out as soon
+    /// as that page is routed. Routing every arrived page first would send
+    /// their replacements together: reads that leave together come back
+    /// together, and the query would settle into rounds with a barrier,
+    /// its CPU no longer overlapping its reads (PipeANN's loop handles one
+    /// completion at a time, `pipe_search`).
+    fn route(&mut self, ctx: &SearchContext) -> bool {
         if self.arrived.is_empty() {
-            return;
+            return false;
         }
         self.prepare(ctx);
-        let mut pages = std::mem::take(&mut self.arrived);
-        for page in &mut pages {
-            let useful = self.core.ranks(page.est);
-            self.width.on_arrival(useful, || self.core.progress());
-            if !useful {
-                self.core.stats().wasted += 1;
-                continue;
-            }
+        let mut page = self.arrived.remove(0);
+        let useful = self.core.ranks(page.est);
+        self.width.on_arrival(useful, || self.core.progress());
+        if useful {
             page.routed = true;
             match self.prune_ratio {
                 Some(_) => {
@@ -127,11 +131,12 @@ impl PipeSearch {
                     }
                 }
             }
+            self.core.list_collected(ctx);
+        } else {
+            self.core.stats().wasted += 1;
         }
-        // Every arrived page's neighbours estimated in one batch.
-        self.core.list_collected(ctx);
-        self.deferred.append(&mut pages);
-        self.arrived = pages;
+        self.deferred.push(page);
+        true
     }
 
     /// The part of each routed page that does not steer the search.
@@ -158,10 +163,12 @@ impl PipeSearch {
         true
     }
 
-    /// Issues the best unread candidates until W reads are outstanding;
-    /// cached candidates are expanded on the spot.
+    /// Issues the best unread candidates until W reads are outstanding
+    /// (an arrived page not yet routed still holds its place); cached
+    /// candidates are expanded on the spot.
     fn issue(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
-        while self.flights.len() < self.width.current() && !self.core.stopped() {
+        while self.flights.len() + self.arrived.len() < self.width.current() && !self.core.stopped()
+        {
             if let Some(id) = self.core.pending_start() {
                 if ctx.cache.get(id).is_some() {
                     // Expanding it needs the table: the starts join the
@@ -212,12 +219,21 @@ impl QueryState for PipeSearch {
         }
         loop {
             self.route(ctx);
+            let issued = reads.len();
             self.issue(ctx, reads);
             if self.core.stopped() {
                 // A corrupt record: nothing more is issued; the reads in
                 // flight still come back before the query retires.
                 self.done = self.flights.is_empty();
                 return;
+            }
+            if !self.arrived.is_empty() {
+                // More pages to route: after the read this one freed goes
+                // out (`wants_step` brings the worker back at once).
+                if reads.len() > issued {
+                    return;
+                }
+                continue;
             }
             if !self.flights.is_empty() {
                 return;
@@ -250,6 +266,10 @@ impl QueryState for PipeSearch {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn wants_step(&self) -> bool {
+        !self.done && !self.arrived.is_empty()
     }
 
     fn stats(&mut self) -> &mut QueryStats {
@@ -324,6 +344,99 @@ mod tests {
     use crate::search::WidthPolicy;
     use crate::synthetic::SyntheticSpec;
     use crate::{BuildParams, SearchParams};
+
+    /// Pages that arrive together are routed one a step, and each step's
+    /// read goes out before the next page is routed: an arrived page holds
+    /// its place in W until it is routed, so the reads never exceed W and
+    /// the replacements do not leave (and come back) as one round.
+    #[test]
+    fn arrivals_are_routed_one_a_step_each_freeing_one_read() {
+        let dim = 16;
+        let spec = SyntheticSpec {
+            n: 2000,
+            queries: 5,
+            dim,
+            clusters: 8,
+            seed: 9,
+        };
+        let params = BuildParams {
+            graph_degree: 16,
+            complexity: 32,
+            pq_bytes: 4,
+            pq_sample: 2000,
+            nav_sample: 0.05,
+            ..BuildParams::for_profile("pipeann")
+        };
+        let (dir, _, queries) = small_index(&spec, &params);
+        let all = open_in_ram(dir.path(), Some(1 << 30));
+        let index = open_in_ram(
+            dir.path(),
+            Some(all.memory().total() - all.memory().get("cache")),
+        );
+        assert_eq!(index.cached_nodes(), 0);
+        let pages = std::fs::read(dir.path().join("pages.bin")).unwrap();
+        let page = |r: &Read| {
+            let a = r.span.offset as usize;
+            pages[a..a + r.span.len as usize].to_vec()
+        };
+        let sp = SearchParams {
+            complexity: 20,
+            ..Default::default()
+        };
+        let ctx = index.context(&sp);
+        let w = 3;
+        let pipe = Pipe {
+            complexity: 20,
+            beam_width: w,
+            width: WidthPolicy::Fixed,
+            page_search: None,
+        };
+        for q in queries.chunks_exact(dim) {
+            let query = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+            let mut s = pipe.start(&ctx, query, None);
+            let mut out: Vec<Read> = Vec::new();
+            s.step(&ctx, &mut out);
+            while s.deferred(&ctx) {}
+            let mut steps = 0;
+            while !s.is_done() {
+                let mut reads = Vec::new();
+                s.step(&ctx, &mut reads);
+                out.extend_from_slice(&reads);
+                assert!(
+                    s.flights.len() + s.arrived.len() <= w,
+                    "more than W reads held"
+                );
+                if s.wants_step() {
+                    // Routed one page of several; at most one read went out.
+                    assert!(
+                        reads.len() <= 1,
+                        "{} reads before the next page",
+                        reads.len()
+                    );
+                    steps += 1;
+                    continue;
+                }
+                // Every read outstanding arrives at once.
+                let arrived: Vec<Read> = out
+                    .iter()
+                    .filter(|r| s.flights.iter().any(|f| f.id == r.key))
+                    .copied()
+                    .collect();
+                if arrived.is_empty() {
+                    while s.deferred(&ctx) {}
+                    continue;
+                }
+                for r in &arrived {
+                    s.on_read(&ctx, r.key, &page(r));
+                }
+                assert_eq!(s.arrived.len(), arrived.len());
+            }
+            assert!(steps > 0, "no step left pages for the next");
+            let mut res = Vec::new();
+            pipe.finish(&mut s, 10, &mut res);
+            assert_eq!(res.len(), 10);
+        }
+    }
 
     /// The starts' reads go out before the estimator's table is prepared;
     /// the table is prepared while they are in flight (the scheduler's

@@ -157,6 +157,17 @@ where
         //    either does the worker sleep until a read completes.
         completions.clear();
         reader.reap(0, &mut completions)?;
+        // A query that yielded with work left runs again first: it yielded
+        // so its reads could go out, and the rest of its routing steers
+        // more of them.
+        if completions.is_empty()
+            && active
+                .iter()
+                .flatten()
+                .any(|q| q.dirty && q.error.is_none())
+        {
+            continue;
+        }
         if completions.is_empty() {
             let n = active.len();
             let mut ran = false;
@@ -170,14 +181,7 @@ where
                     }
                 }
             }
-            // A query that yielded with work left runs again before the
-            // worker sleeps.
-            if ran
-                || active
-                    .iter()
-                    .flatten()
-                    .any(|q| q.dirty && q.error.is_none())
-            {
+            if ran {
                 continue;
             }
             let t = Instant::now();
