@@ -391,7 +391,10 @@ impl BeamSearch {
             "estimates before the table"
         );
         // All new neighbours at once, so their scattered codes are fetched
-        // from memory together.
+        // from memory together: every row's lines are asked for before the
+        // first is summed, rather than four rows at a time as the kernel
+        // reaches them.
+        ctx.quantizer.prefetch(&self.fresh);
         self.fresh_est.resize(self.fresh.len(), 0.0);
         ctx.quantizer
             .estimate_many(&self.table, &self.fresh, &mut self.fresh_est);

@@ -1,8 +1,9 @@
 //! PipeANN's pipelined best-first search (Guo & Lu, OSDI '25; OctopusANN
 //! §4.3.2, Figure 9b): a query keeps up to W reads outstanding and never
 //! waits on a hop barrier. When any read completes, its node is routed at
-//! once (its neighbours enter the candidate list) and the best candidates not
-//! yet read are issued until W are outstanding again; exact distances, and
+//! once (its neighbours enter the candidate list) and the best candidate not
+//! yet read is issued, one arrival at a time, so W stay outstanding and
+//! reads that arrive together go back out staggered; exact distances, and
 //! with block search a page's other records, wait until the worker has no
 //! completion to route (the scheduler's `deferred`).
 //!
