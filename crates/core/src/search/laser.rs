@@ -440,7 +440,7 @@ impl Strategy for Laser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::testing::{open_in_ram, small_index};
+    use crate::search::testing::{open_uncached, small_index};
     use crate::search::SearchParams;
     use crate::synthetic::SyntheticSpec;
     use crate::BuildParams;
@@ -465,10 +465,7 @@ mod tests {
         };
         let (dir, _, queries) = small_index(&spec, &params);
         // No node cache: the entry is read, not expanded from RAM.
-        let all = open_in_ram(dir.path(), Some(1 << 30));
-        let budget = all.memory().total() - all.memory().get("cache");
-        let index = open_in_ram(dir.path(), Some(budget));
-        assert_eq!(index.cached_nodes(), 0);
+        let (index, _) = open_uncached(dir.path());
         let sp = SearchParams {
             complexity: 32,
             ..Default::default()

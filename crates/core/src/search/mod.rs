@@ -492,4 +492,15 @@ pub(crate) mod testing {
         };
         Index::open(dir, &opts).unwrap()
     }
+
+    /// The index in `dir` through the RAM backend with every part the
+    /// budget plans except the node cache (the budget of everything else),
+    /// so every record a search needs is read; and the same index with
+    /// everything cached.
+    pub(crate) fn open_uncached(dir: &std::path::Path) -> (Index, Index) {
+        let all = open_in_ram(dir, Some(1 << 30));
+        let uncached = open_in_ram(dir, Some(all.memory().total() - all.memory().get("cache")));
+        assert_eq!(uncached.cached_nodes(), 0);
+        (uncached, all)
+    }
 }

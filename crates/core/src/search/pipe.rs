@@ -341,24 +341,21 @@ impl Strategy for Pipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::testing::{open_in_ram, small_index};
+    use crate::search::testing::{open_uncached, small_index};
     use crate::search::WidthPolicy;
     use crate::synthetic::SyntheticSpec;
-    use crate::{BuildParams, SearchParams};
+    use crate::{BuildParams, Index, SearchParams};
 
-    /// Pages that arrive together are routed one a step, and each step's
-    /// read goes out before the next page is routed: an arrived page holds
-    /// its place in W until it is routed, so the reads never exceed W and
-    /// the replacements do not leave (and come back) as one round.
-    #[test]
-    fn arrivals_are_routed_one_a_step_each_freeing_one_read() {
-        let dim = 16;
+    /// A small pipeann index (16-d, 2,000 vectors, a navigation graph) with
+    /// no node cache, so every start and candidate is read: (its
+    /// directory, the index, 5 queries).
+    fn uncached_pipeann(seed: u64) -> (tempfile::TempDir, Index, Vec<f32>) {
         let spec = SyntheticSpec {
             n: 2000,
             queries: 5,
-            dim,
+            dim: DIM,
             clusters: 8,
-            seed: 9,
+            seed,
         };
         let params = BuildParams {
             graph_degree: 16,
@@ -369,12 +366,21 @@ mod tests {
             ..BuildParams::for_profile("pipeann")
         };
         let (dir, _, queries) = small_index(&spec, &params);
-        let all = open_in_ram(dir.path(), Some(1 << 30));
-        let index = open_in_ram(
-            dir.path(),
-            Some(all.memory().total() - all.memory().get("cache")),
-        );
-        assert_eq!(index.cached_nodes(), 0);
+        let (index, all) = open_uncached(dir.path());
+        assert!(all.memory().get("nav") > 0, "{}", all.memory());
+        (dir, index, queries)
+    }
+
+    const DIM: usize = 16;
+
+    /// Pages that arrive together are routed one a step, and each step's
+    /// read goes out before the next page is routed: an arrived page holds
+    /// its place in W until it is routed, so the reads never exceed W and
+    /// the replacements do not leave (and come back) as one round.
+    #[test]
+    fn arrivals_are_routed_one_a_step_each_freeing_one_read() {
+        let dim = DIM;
+        let (dir, index, queries) = uncached_pipeann(9);
         let pages = std::fs::read(dir.path().join("pages.bin")).unwrap();
         let page = |r: &Read| {
             let a = r.span.offset as usize;
@@ -445,29 +451,8 @@ mod tests {
     /// estimates, as an eager start would have put them.
     #[test]
     fn starts_are_read_before_the_table_is_prepared() {
-        let dim = 16;
-        let spec = SyntheticSpec {
-            n: 2000,
-            queries: 5,
-            dim,
-            clusters: 8,
-            seed: 5,
-        };
-        let params = BuildParams {
-            graph_degree: 16,
-            complexity: 32,
-            pq_bytes: 4,
-            pq_sample: 2000,
-            nav_sample: 0.05,
-            ..BuildParams::for_profile("pipeann")
-        };
-        let (dir, _, queries) = small_index(&spec, &params);
-        // No node cache (the budget of everything else): every start is read.
-        let all = open_in_ram(dir.path(), Some(1 << 30));
-        assert!(all.memory().get("nav") > 0, "{}", all.memory());
-        let budget = all.memory().total() - all.memory().get("cache");
-        let index = open_in_ram(dir.path(), Some(budget));
-        assert_eq!(index.cached_nodes(), 0);
+        let dim = DIM;
+        let (_dir, index, queries) = uncached_pipeann(5);
         let sp = SearchParams {
             complexity: 20,
             ..Default::default()

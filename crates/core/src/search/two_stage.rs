@@ -382,7 +382,7 @@ impl Strategy for TwoStage {
 mod tests {
     use super::*;
     use crate::search::run_worker;
-    use crate::search::testing::{open_in_ram, small_index};
+    use crate::search::testing::{open_uncached, small_index};
     use crate::synthetic::SyntheticSpec;
     use crate::{BuildParams, Index, SearchParams};
 
@@ -408,10 +408,7 @@ mod tests {
         };
         let (dir, base, queries) = small_index(&spec, &params);
         // Every record cached too; then the lists alone (refinement reads).
-        let all = open_in_ram(dir.path(), Some(1 << 30));
-        let budget = all.memory().total() - all.memory().get("cache");
-        let lists_only = open_in_ram(dir.path(), Some(budget));
-        assert_eq!(lists_only.cached_nodes(), 0);
+        let (lists_only, all) = open_uncached(dir.path());
         for index in [all, lists_only] {
             check_rerank(&index, &base, &queries, dim, false);
             check_rerank(&index, &base, &queries, dim, true);
