@@ -150,15 +150,15 @@ pub fn quantize_u16(src: &[f32], out: &mut [u16]) -> (f32, f32) {
 /// bytes of a float table, so the tables of the many queries a worker
 /// interleaves stay nearer the core (96-d starling: ~3% less CPU per query
 /// than float gathers). A search estimates the ~R neighbours of a node at
-/// once, and their rows are scattered over megabytes of codes: every row is
-/// prefetched before the first is used, so the cache misses overlap instead
-/// of costing ~R memory latencies in a row. On AVX-512 CPUs with VBMI,
+/// once, and their rows are scattered over megabytes of codes: each row is
+/// asked for a few rows ahead of its sum (`lut16`), so the cache misses
+/// overlap the sums instead of costing ~R memory latencies in a row. On
+/// AVX-512 CPUs with VBMI,
 /// whole batches of 32 rows (m a multiple of 8) are looked up in registers
 /// instead of gathered, with the same sums. Panics unless
 /// `table.len() > 256 * m`, every row is inside `codes` and
 /// `out.len() == ids.len()`.
 pub fn pq_adc_rows_u16(table: &[u16], codes: &[u8], m: usize, ids: &[u32], out: &mut [u32]) {
-    prefetch_rows(codes, m, ids);
     (dispatch::active().pq_adc_rows_u16)(table, codes, m, ids, out)
 }
 

@@ -78,10 +78,27 @@ fn check_rows(table_len: usize, codes_len: usize, m: usize, ids: &[u32], out_len
     }
 }
 
+/// How far ahead of the row being summed its successors' codes are asked
+/// for. A search's rows are scattered over megabytes, so nearly every row
+/// misses the cache. Asking for all of them before the first sum (as this
+/// did) stalls the core once the misses outnumber its fill buffers, and
+/// the sums then wait on the memory anyway; asking two quads of rows
+/// ahead keeps a few misses in flight behind the sums. Scattered rows,
+/// AVX2 on the EPYC (Zen 3) machine, two runs each of
+/// `cargo run --release -p stratavec-simd --example rows_time`: m = 128
+/// 187 and 196 ns a row before, 115 and 107 after; m = 48 61 and 65
+/// before, 37 and 33 after (rows in cache: 71-117 and 25-39, the
+/// machine's noise).
+pub(crate) const ROWS_AHEAD: usize = 8;
+
 /// Reference: `out[i] = sum_j table[j*256 + codes[ids[i]*m + j]]`.
 pub fn rows_scalar(table: &[u16], codes: &[u8], m: usize, ids: &[u32], out: &mut [u32]) {
     check_rows(table.len(), codes.len(), m, ids, out.len());
-    for (o, &id) in out.iter_mut().zip(ids) {
+    crate::prefetch_rows(codes, m, &ids[..ids.len().min(ROWS_AHEAD)]);
+    for (i, (o, &id)) in out.iter_mut().zip(ids).enumerate() {
+        if let Some(&next) = ids.get(i + ROWS_AHEAD) {
+            crate::prefetch_rows(codes, m, &[next]);
+        }
         let code = &codes[id as usize * m..(id as usize + 1) * m];
         *o = code
             .iter()
@@ -235,9 +252,9 @@ mod simd {
     /// gathers lose to plain loads on Zen 3: a 48-code row took 72 ns
     /// through `vpgatherdd` against 50 ns through the one-row scalar loop
     /// with the codes in cache. Four independent rows keep the load ports
-    /// busy (several loads a cycle, no gather micro-code) and overlap the
-    /// rows' misses where the caller's prefetches have not landed yet.
-    /// Measured as a diskann expansion calls it (56 random rows of 100k,
+    /// busy (several loads a cycle, no gather micro-code), and the rows two
+    /// quads ahead are asked for before each quad is summed
+    /// ([`super::ROWS_AHEAD`]). Measured as a diskann expansion calls it (56 random rows of 100k,
     /// prefetched first, 32 queries' tables in turn; best of 40): m = 48
     /// 38.5 ns a row against 47.4 for the gathers, m = 384 473 against 589.
     /// Sums are the same integers as [`super::rows_scalar`]'s.
@@ -254,9 +271,17 @@ mod simd {
         out: &mut [u32],
     ) {
         super::check_rows(table.len(), codes.len(), m, ids, out.len());
+        let all = ids;
+        crate::prefetch_rows(codes, m, &all[..all.len().min(super::ROWS_AHEAD)]);
         let mut quads = ids.chunks_exact(4);
         let mut sums = out.chunks_exact_mut(4);
-        for (ids, out) in (&mut quads).zip(&mut sums) {
+        for (q, (ids, out)) in (&mut quads).zip(&mut sums).enumerate() {
+            let ahead = 4 * q + super::ROWS_AHEAD;
+            crate::prefetch_rows(
+                codes,
+                m,
+                &all[ahead.min(all.len())..(ahead + 4).min(all.len())],
+            );
             let rows: [&[u8]; 4] =
                 core::array::from_fn(|r| &codes[ids[r] as usize * m..(ids[r] as usize + 1) * m]);
             let mut s = [0u32; 4];
@@ -296,6 +321,9 @@ mod simd {
         out: &mut [u32],
     ) {
         super::check_rows(table.len(), codes.len(), m, ids, out.len());
+        // Every row at once, as before rows were asked for a few ahead on
+        // AVX2 (`ROWS_AHEAD`): not measured on an AVX-512 machine since.
+        crate::prefetch_rows(codes, m, ids);
         // Whole batches of 32 rows in registers when the CPU and m allow,
         // the rest (and every row otherwise) by gathers.
         let batched = if m >= 8 && m.is_multiple_of(8) && super::in_register_lookups() {

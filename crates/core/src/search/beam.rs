@@ -390,10 +390,11 @@ impl BeamSearch {
             self.table_ready || self.fresh.is_empty(),
             "estimates before the table"
         );
-        // All new neighbours at once, so their scattered codes are fetched
-        // from memory together: every row's lines are asked for before the
-        // first is summed, rather than four rows at a time as the kernel
-        // reaches them.
+        // Every new neighbour's row is asked for before any is summed; the
+        // kernel also asks for each row a few rows ahead of its sum
+        // (`stratavec_simd`'s ROWS_AHEAD). With both, diskann through RAM
+        // measured no slower than with the kernel's alone (p50 225 against
+        // 243 µs, 3 runs each, within this host's noise).
         ctx.quantizer.prefetch(&self.fresh);
         self.fresh_est.resize(self.fresh.len(), 0.0);
         ctx.quantizer
