@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p .cache
 export CARGO_TERM_COLOR=never
-step() { printf '\n== %s\n' "$*"; }
+# Each step's heading says how long the steps before it took, so a CI log
+# shows where its minutes go.
+step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -43,7 +45,7 @@ step "python tests"
 # LTO or an optimised Parquet/Arrow stack, which a release build takes
 # ~5 minutes of CI to compile; Cargo.toml says more).
 VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --profile pytest -q -m python/Cargo.toml
-"$venv/bin/python" -m pytest -q python/tests benchmarks/peers/tests benchmarks/tests
+"$venv/bin/python" -m pytest -q --durations=10 python/tests benchmarks/peers/tests benchmarks/tests
 
 step "interrupted builds (tests/interrupts.py)"
 # The CLI binary `cargo test` built for its integration tests
@@ -52,3 +54,4 @@ step "interrupted builds (tests/interrupts.py)"
 # other features without the dev-dependencies): ~4 of CI's ~24 minutes.
 cargo test -q --no-run
 "$venv/bin/python" tests/interrupts.py --bin "${CARGO_TARGET_DIR:-target}/debug/stratavec"
+step "done"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How the indexes in this directory were made: by stratavec at commit
 # e8951bf (before issue #20 made profiles compositions and added the memory
-# planner), from a small seeded synthetic set. crates/core/tests/
+# planner), from a small seeded synthetic set. crates/core/tests/engine/
 # engine_old_indexes.rs opens them with today's code and checks that they
 # search as an index built today from the same data does, byte for byte.
 # Usage: tests/data/v1-indexes/make.sh PATH/TO/OLD/stratavec

@@ -3,7 +3,7 @@
 //! it inside their loops, not only between stages, and a stopped build
 //! leaves no staging directory and the previous index untouched.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::BTreeMap;

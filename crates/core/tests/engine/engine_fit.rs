@@ -3,7 +3,7 @@
 //! are recorded in the manifest, and a build that cannot work fails before
 //! its first expensive stage.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Instant;

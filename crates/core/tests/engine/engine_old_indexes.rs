@@ -3,7 +3,7 @@
 //! exactly as an index built today from the same data and parameters: the
 //! build writes the same bytes, and both return the same neighbours.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

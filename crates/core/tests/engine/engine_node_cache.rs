@@ -2,7 +2,7 @@
 //! policies) and polling for completions (`poll_us`): both change how many
 //! reads a query makes or how it waits for them, never what it returns.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -4,7 +4,7 @@
 //! (SSD reads widened to pages, and the memory tiers read byte-granular);
 //! and it is smaller than the coupled layout.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::{DType, Metric};

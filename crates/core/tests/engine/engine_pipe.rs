@@ -3,7 +3,7 @@
 //! no completed read is ever dropped; a query whose read fails mid-flight
 //! leaves its reader clean for the next batch.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};

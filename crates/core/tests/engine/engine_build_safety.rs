@@ -3,7 +3,7 @@
 //! holding anything but an index is refused, and an unwritable path fails
 //! with a message naming it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

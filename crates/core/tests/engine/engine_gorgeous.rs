@@ -3,7 +3,7 @@
 //! budget, PQ bytes planned for a budget, and indexes built before all this
 //! still opening and searching the same.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -2,7 +2,7 @@
 //! node cache) → batch search → recall against brute force, for every metric
 //! and for u8 data; plus what the stats and the memory report say.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::{brute_force_knn, GroundTruth, Metric, Vectors};

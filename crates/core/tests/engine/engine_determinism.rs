@@ -3,7 +3,7 @@
 //! for any number of build threads (BuildParams' doc: "the build gives the
 //! same bytes for any number of threads").
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

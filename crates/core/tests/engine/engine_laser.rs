@@ -3,7 +3,7 @@
 //! points, adaptive beam and early dispatch — each switchable — finding
 //! the true neighbours; and byte-identical rebuilds.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -3,7 +3,7 @@
 //! as good as the f32 index's up to the rounding, and clear errors for data
 //! f16 cannot hold.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::{DType, Metric, Vectors};

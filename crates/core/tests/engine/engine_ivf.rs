@@ -5,7 +5,7 @@
 //! replicated ids resolve to their one stored vector; bad parameters are
 //! refused by name.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -2,7 +2,7 @@
 //! argument, the field, and the expected and found values — never a panic
 //! and never a silent wrong answer.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! route a query to its nearest segments; a failed build leaves the
 //! previous collection as it was; bad segment sets are refused by name.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! copy with no in-edge. Querying with a stored vector must return all of
 //! its copies at distance 0.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -4,7 +4,7 @@
 //! imported `.fbin` is removed however the build ends; a relayout keeps the
 //! ids.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The starling profile end to end: BNF-shuffled blocked layout, the id
 //! map, block search; and the errors its files can raise.
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;

@@ -2,7 +2,7 @@
 //! batch or the process; every other query's answer is exactly the
 //! fault-free answer. Reads are failed with `OpenOptions::fault_injection`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! Range search: every vector within a radius, with the candidate window
 //! doubling while results fill the share φ of it (Starling, range search).
 
-mod common;
+use crate::common;
 
 use common::*;
 use stratavec::data::Metric;
