@@ -21,6 +21,17 @@ def test_collapse_keeps_the_median_round_and_its_range():
     assert c[1]["rounds"] == 1
 
 
+def test_collapse_takes_each_latency_percentile_as_its_median_over_rounds():
+    # The median-QPS round (QPS 200) has the lowest tail; the medians keep
+    # p99.9 >= p99 as every round does.
+    rows = [row("a", 0, 10, 0.9, 300.0, p99_us=1958.0, p999_us=5833.0),
+            row("a", 1, 10, 0.9, 100.0, p99_us=3508.0, p999_us=4561.0),
+            row("a", 2, 10, 0.9, 200.0, p99_us=807.0, p999_us=903.0)]
+    (c,) = R.collapse(rows)
+    assert (c["p99_us"], c["p999_us"]) == (1958.0, 4561.0)
+    assert c["p999_us"] >= c["p99_us"]
+
+
 def test_ratios_pair_the_same_round():
     a = [row("a", 0, 10, 0.96, 300.0), row("a", 1, 10, 0.96, 200.0), row("a", 0, 5, 0.90, 900.0)]
     b = [row("b", 0, 10, 0.97, 100.0), row("b", 1, 10, 0.97, 50.0), row("b", 2, 10, 0.97, 1.0)]
