@@ -1,5 +1,5 @@
 //! stratavec: disk-resident approximate nearest neighbor search whose
-//! techniques compose. See ARCHITECTURE.md for the map: one module per
+//! techniques compose. See docs/architecture.md for the map: one module per
 //! question (what is in RAM, disk layout, distance estimation, entry points,
 //! read order).
 #![forbid(unsafe_code)]

@@ -1,5 +1,5 @@
-//! The named compositions (ARCHITECTURE.md, "How a profile becomes running
-//! parts"; COMPOSITION.md, example D). A profile is nothing more than a
+//! The named compositions (docs/architecture.md, "How a plan becomes
+//! running parts"; COMPOSITION.md, example D). A profile is nothing more than a
 //! recorded choice of parts: how the build lays records out, what the
 //! memory planner fills after the codes, and which search runs by default.
 //! Everything below reads a [`Profile`]; nothing else compares profile

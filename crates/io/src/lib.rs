@@ -5,8 +5,8 @@
 //! accepts read requests into those slots without blocking (`push`), hands
 //! them to the device in one batch (`submit`), and returns completions as they
 //! arrive (`reap`). Search code keeps many queries in flight over one reader so
-//! the device sees a deep queue even on two cores (see ARCHITECTURE.md, "The
-//! execution model").
+//! the device sees a deep queue even on two cores (see docs/architecture.md,
+//! "The execution model").
 //!
 //! Backends: io_uring + O_DIRECT (default), `pread` (when io_uring is
 //! refused), buffered `pread` (when O_DIRECT is refused, e.g. tmpfs), RAM (tests

@@ -1,4 +1,5 @@
-//! Where a query starts (the fourth of the five questions in ARCHITECTURE.md).
+//! Where a query starts (the fourth of the five questions in
+//! docs/architecture.md).
 
 pub mod clusters;
 pub mod nav_graph;

@@ -1,4 +1,4 @@
-//! The build pipeline (ARCHITECTURE.md, "Data flow"): validate → quantizer
+//! The build pipeline (docs/architecture.md, "Building an index"): validate → quantizer
 //! training and encoding → Vamana graph → disk layout → manifest, all staged in
 //! a temporary sibling directory and committed at the end.
 

@@ -1,5 +1,5 @@
 //! How node records are laid on disk (the second of the five questions in
-//! ARCHITECTURE.md). Search code asks a [`Layout`] which span of the file
+//! docs/architecture.md). Search code asks a [`Layout`] which span of the file
 //! holds a node and for the node's record inside the bytes read; it never
 //! computes an offset itself.
 

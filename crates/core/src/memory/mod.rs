@@ -1,5 +1,6 @@
-//! What is in RAM (the first of the five questions in ARCHITECTURE.md): the
-//! node cache and the accounting that enforces the memory budget.
+//! What is in RAM (the first of the five questions in
+//! docs/architecture.md): the node cache and the accounting that enforces
+//! the memory budget.
 pub mod adjacency_cache;
 pub mod cache_order;
 pub mod cache_rank;

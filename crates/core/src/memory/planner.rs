@@ -1,4 +1,4 @@
-//! The memory planner (ARCHITECTURE.md, "How a profile becomes running
+//! The memory planner (docs/architecture.md, "How a plan becomes running
 //! parts"; Gorgeous §4.1 ②–④, generalised): given a byte budget and what
 //! each part of an open index would hold, decide how many bytes each gets.
 //! The parts every search needs (codes, I/O buffers, the layout's map) come

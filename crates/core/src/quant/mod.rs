@@ -1,6 +1,6 @@
 //! Distance estimation from compact codes held in RAM (the third of the five
-//! questions in ARCHITECTURE.md). A [`Quantizer`] owns the codes of every
-//! vector; per query it prepares a table once and then estimates the distance
+//! questions in docs/architecture.md). A [`Quantizer`] owns the codes of
+//! every vector; per query it prepares a table once and then estimates the distance
 //! of any id from it. Search code sees only this trait, never PQ centroids.
 
 pub mod kmeans;

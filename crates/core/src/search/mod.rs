@@ -1,5 +1,6 @@
 //! Search: strategies written as state machines, run many at a time per
-//! worker thread by the scheduler (ARCHITECTURE.md, "The execution model").
+//! worker thread by the scheduler (docs/architecture.md, "The execution
+//! model").
 pub mod batch;
 pub mod beam;
 pub mod block;

@@ -1,5 +1,5 @@
 //! In what order a query's reads are issued and what is done with each (the
-//! fifth question of ARCHITECTURE.md): a [`Strategy`] makes one state
+//! fifth question of docs/architecture.md): a [`Strategy`] makes one state
 //! machine per query and reads its result. The batch code is generic over
 //! it and never names a profile (COMPOSITION.md, example A).
 

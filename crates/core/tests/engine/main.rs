@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod architecture_doc;
 mod collection;
 mod data_formats;
 mod data_groundtruth;
