@@ -12,6 +12,7 @@ pub mod graph;
 pub mod index;
 pub mod layout;
 pub mod memory;
+pub mod plan;
 pub mod profile;
 pub mod progress;
 pub mod quant;

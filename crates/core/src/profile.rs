@@ -6,10 +6,12 @@
 //! names, so a new profile is one entry here plus its parts.
 
 use crate::error::{Error, Result};
+use crate::index::BuildParams;
 use crate::layout::shuffle::Shuffle;
 use crate::layout::LayoutKind;
 use crate::memory::cache_rank::CacheRank;
 use crate::memory::planner::Part;
+use crate::plan::{CodesPart, EntryPart, Plan, SearchPart, PLAN_VERSION};
 use crate::search::WidthPolicy;
 
 /// One composition of parts.
@@ -23,23 +25,18 @@ pub struct Profile {
     /// The layout, where the shuffle does not imply it (coupled without a
     /// shuffle, blocked with one): Gorgeous's replicated blocks.
     pub layout: Option<LayoutKind>,
-    /// What the memory planner fills, in this order, once the PQ codes,
+    /// What the memory planner fills, in this order, once the codes,
     /// I/O buffers and the layout's own map are in (Gorgeous §4.1 ②–④).
     pub memory: &'static [Part],
     /// The order the node cache takes records in (`memory::cache_rank`):
     /// `Bfs` fills it breadth-first from the medoid at open (DiskANN); any
     /// other rank is computed at build and kept as `order.bin`.
     pub node_cache: CacheRank,
-    /// Search defaults: block search (Starling §4.2).
-    pub page_search: bool,
-    /// Search defaults: the I/O–computation pipeline (Starling §4.2).
-    pub pipeline: bool,
-    /// Search defaults: the two-stage search (Gorgeous §4.2).
-    pub two_stage: bool,
-    /// Search defaults: PipeANN's pipelined search (OctopusANN §4.3.2).
-    pub pipelined: bool,
-    /// Search defaults: how the reads outstanding grow (OctopusANN §4.3.1).
-    pub width: WidthPolicy,
+    /// The search that runs by default, with its switches: block search
+    /// and the pipeline (Starling §4.2), the two-stage search (Gorgeous
+    /// §4.2), the pipelined search (OctopusANN §4.3.2), and how the reads
+    /// outstanding grow (OctopusANN §4.3.1).
+    pub search: SearchPart,
     /// Build defaults: the navigation graph's share of the vectors
     /// (Starling §4.3, Gorgeous §4.1 ②); 0 starts at the medoid.
     pub nav_sample: f32,
@@ -54,11 +51,9 @@ pub const PROFILES: &[Profile] = &[
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
         node_cache: CacheRank::Bfs,
-        page_search: false,
-        pipeline: false,
-        two_stage: false,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::Beam {
+            width: WidthPolicy::Fixed,
+        },
         nav_sample: 0.0,
     },
     Profile {
@@ -68,11 +63,10 @@ pub const PROFILES: &[Profile] = &[
         layout: None,
         memory: &[Part::Nav, Part::Nodes],
         node_cache: CacheRank::Bfs,
-        page_search: true,
-        pipeline: true,
-        two_stage: false,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::Block {
+            pipeline: true,
+            width: WidthPolicy::Fixed,
+        },
         nav_sample: 0.0,
     },
     Profile {
@@ -82,11 +76,7 @@ pub const PROFILES: &[Profile] = &[
         layout: Some(LayoutKind::Replicated),
         memory: &[Part::Nav, Part::Adjacency, Part::Nodes],
         node_cache: CacheRank::Bfs,
-        page_search: false,
-        pipeline: false,
-        two_stage: true,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::TwoStage,
         nav_sample: 0.005,
     },
     Profile {
@@ -106,11 +96,7 @@ pub const PROFILES: &[Profile] = &[
         // the paper's rule).
         memory: &[Part::Nav, Part::Nodes],
         node_cache: CacheRank::Visits,
-        page_search: false,
-        pipeline: false,
-        two_stage: false,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::Laser,
         nav_sample: 0.0,
     },
     Profile {
@@ -127,11 +113,9 @@ pub const PROFILES: &[Profile] = &[
         // with it against 36.2 (`benchmarks/results/pipeann-latency-384.jsonl`,
         // pipeann-bfs against pipeann).
         node_cache: CacheRank::Visits,
-        page_search: false,
-        pipeline: false,
-        two_stage: false,
-        pipelined: true,
-        width: WidthPolicy::Adaptive,
+        search: SearchPart::Pipelined {
+            width: WidthPolicy::Adaptive,
+        },
         // PipeANN enters through an in-memory graph over a sample (its
         // `mem_L` search).
         nav_sample: 0.01,
@@ -149,16 +133,15 @@ pub const PROFILES: &[Profile] = &[
         // holds the approach a navigation graph skips, and cost C5 3% more
         // reads than starling (BENCHMARKS.md, issue #22).
         node_cache: CacheRank::Visits,
-        page_search: true,
-        pipeline: true,
-        two_stage: false,
-        pipelined: false,
         // OctopusANN's C5 grows its width by a schedule over the search's
         // progress (§4.3.1); measured here (BENCHMARKS.md, issue #22) the
         // schedule's width-1 start costs hops that a saturated device
         // pays for, 0.73-0.84x starling's QPS, where AlayaLaser's doubling
         // (1, 2, 4, .. W a hop) gave 1.01-1.03x.
-        width: WidthPolicy::Double,
+        search: SearchPart::Block {
+            pipeline: true,
+            width: WidthPolicy::Double,
+        },
         // OctopusANN samples 0.1% of the vectors (§5.1); 0.2% keeps a few
         // hundred starts at 10^5 vectors and leaves the rest to the cache.
         nav_sample: 0.002,
@@ -172,11 +155,9 @@ pub const PROFILES: &[Profile] = &[
         layout: Some(LayoutKind::Csr),
         memory: &[Part::Nav, Part::Nodes],
         node_cache: CacheRank::Bfs,
-        page_search: false,
-        pipeline: false,
-        two_stage: false,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::Beam {
+            width: WidthPolicy::Fixed,
+        },
         nav_sample: 0.0,
     },
     Profile {
@@ -188,14 +169,76 @@ pub const PROFILES: &[Profile] = &[
         layout: Some(LayoutKind::Ivf),
         memory: &[],
         node_cache: CacheRank::Bfs,
-        page_search: false,
-        pipeline: false,
-        two_stage: false,
-        pipelined: false,
-        width: WidthPolicy::Fixed,
+        search: SearchPart::Clusters,
         nav_sample: 0.0,
     },
 ];
+
+impl Profile {
+    /// How this profile lays records out by default.
+    pub fn layout_kind(&self) -> LayoutKind {
+        match (self.layout, self.shuffle) {
+            (Some(kind), _) => kind,
+            (None, Shuffle::None) => LayoutKind::Coupled,
+            (None, _) => LayoutKind::Blocked,
+        }
+    }
+
+    /// The plan a build with `params` (this profile's, with the caller's
+    /// overrides) makes, before it knows what the data decides (whether the
+    /// navigation graph earns its place: `Plan::as_built`).
+    pub fn plan(&self, params: &BuildParams) -> Plan {
+        let layout = params.layout_kind();
+        // Laser records carry their neighbours' codes (AlayaLaser §3.2);
+        // a cluster index keeps codes only when asked (IVF-PQ); every other
+        // layout's search estimates from PQ codes in RAM.
+        let codes = match layout {
+            LayoutKind::Laser => CodesPart::Records,
+            LayoutKind::Ivf if params.ivf_codes => CodesPart::IvfPq,
+            LayoutKind::Ivf => CodesPart::None,
+            _ => CodesPart::Pq,
+        };
+        let entry = match layout {
+            // Laser searches start at cluster entries (§4.1); a cluster
+            // index has no graph to enter.
+            LayoutKind::Laser => EntryPart::Clusters,
+            LayoutKind::Ivf => EntryPart::Medoid,
+            _ if params.nav_sample > 0.0 => EntryPart::NavGraph,
+            _ => EntryPart::Medoid,
+        };
+        let resident = self
+            .memory
+            .iter()
+            .copied()
+            .filter(|&p| p != Part::Nav || entry != EntryPart::Medoid)
+            .collect();
+        Plan {
+            version: PLAN_VERSION,
+            layout,
+            codes,
+            entry,
+            resident,
+            node_cache: params.node_cache_rank.unwrap_or(self.node_cache),
+            graph_cache: params.cache_rank,
+            search: self.search,
+            ids: false,
+        }
+    }
+}
+
+/// The plan `params` build (`Profile::plan` of their profile).
+pub fn plan(params: &BuildParams) -> Result<Plan> {
+    Ok(get(&params.profile)?.plan(params))
+}
+
+/// The first profile (the default first) whose records are laid out as
+/// `kind`: what a relayout into that layout makes of an index.
+pub fn of_layout(kind: LayoutKind) -> &'static Profile {
+    PROFILES
+        .iter()
+        .find(|p| p.layout_kind() == kind)
+        .unwrap_or(&PROFILES[0])
+}
 
 /// The profile called `name`; an error lists the known ones.
 pub fn get(name: &str) -> Result<&'static Profile> {

@@ -2,32 +2,20 @@
 //! training and encoding → Vamana graph → disk layout → manifest, all staged in
 //! a temporary sibling directory and committed at the end.
 
-use super::commit::{file_entry_until, Staging};
+use super::build_checks::{check_f16_range, check_finite, check_params};
+pub(crate) use super::build_checks::{stored_dtype, F16_LIMIT, F16_MAX};
+use super::commit::Staging;
 use super::fit::{fit, Unset};
-use super::ids::IDS_FILE;
-use super::interrupt::{cancelled, checkpoint, unless_cancelled, StopWriter};
-use super::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
-use super::placement;
-use crate::data::{DType, Elems, Metric, VectorRows, Vectors};
-use crate::entry::clusters::{self, ClusterEntries, ENTRY_FILE};
+use super::interrupt::{cancelled, checkpoint};
+use super::stages::Build;
+use crate::data::{DType, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
-use crate::graph::{self, BuildSpace, VamanaParams};
 use crate::layout::replication::ReplicationStats;
-use crate::layout::shuffle::{shuffle_until, Shuffle, ShuffleParams, ShuffleReport};
-use crate::layout::LaserLayout;
-use crate::layout::{
-    blocked, csr, position_map, BlockedLayout, CoupledLayout, CsrLayout, Layout, LayoutKind,
-    ReplicatedLayout, SeparatedLayout,
-};
-use crate::memory::adjacency_cache::{self, GRAPH_FILE};
-use crate::memory::cache_order::{self, ORDER_FILE};
-use crate::memory::cache_rank::{self, CacheRank};
-use crate::memory::planner::Part;
-use crate::memory::pq_plan::{PqPlan, PqPlanInput};
+use crate::layout::shuffle::{Shuffle, ShuffleParams, ShuffleReport};
+use crate::layout::LayoutKind;
+use crate::memory::cache_rank::CacheRank;
+use crate::memory::pq_plan::PqPlan;
 use crate::progress::Progress;
-use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
-use crate::quant::pq_file;
-use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -388,177 +376,6 @@ pub struct BuildReport {
 
 pub const BUILD_REPORT: &str = "build_report.json";
 
-fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) -> Result<()> {
-    let arg = |what: &str, expected: &str, found: &dyn ToString| {
-        Err(Error::argument(what, expected, found.to_string()))
-    };
-    crate::profile::get(&p.profile)?;
-    if p.layout.is_some_and(|k| k.replicates()) && p.shuffle != Shuffle::None {
-        return arg(
-            "shuffle",
-            &format!(
-                "none with the {} layout (it keeps id order)",
-                p.layout_kind()
-            ),
-            &p.shuffle,
-        );
-    }
-    if p.layout_kind() == LayoutKind::Ivf {
-        if p.shuffle != Shuffle::None {
-            return arg("shuffle", "none with the ivf layout", &p.shuffle);
-        }
-        if !super::build_ivf::supports(p.metric) {
-            return arg(
-                "metric",
-                "l2 or cosine for the ivf layout (clusters are ranked by L2 to their centroids)",
-                &p.metric,
-            );
-        }
-        if !(1..=8).contains(&p.ivf_replicas) {
-            return arg("ivf_replicas", "1..=8", &p.ivf_replicas);
-        }
-        if p.ivf_sample_nprobe == 0 {
-            return arg("ivf_sample_nprobe", "at least 1", &0);
-        }
-        if p.ivf_clusters == Some(0) {
-            return arg("ivf_clusters", "at least 1", &0);
-        }
-        if !(p.ivf_closure >= 0.0 && p.ivf_closure.is_finite()) {
-            return arg("ivf_closure", "a finite number >= 0", &p.ivf_closure);
-        }
-    }
-    if p.layout_kind() == LayoutKind::Csr && p.shuffle != Shuffle::None {
-        return arg(
-            "shuffle",
-            "none with the csr layout (it keeps id order)",
-            &p.shuffle,
-        );
-    }
-    if p.layout_kind() == LayoutKind::Laser {
-        if p.shuffle != Shuffle::None {
-            return arg(
-                "shuffle",
-                "none with the laser layout (it keeps id order)",
-                &p.shuffle,
-            );
-        }
-        if p.metric == Metric::InnerProduct {
-            return arg(
-                "metric",
-                "l2 or cosine for the laser layout (its codes estimate Euclidean distances)",
-                &p.metric,
-            );
-        }
-    }
-    if p.layout == Some(LayoutKind::Blocked) && p.shuffle == Shuffle::None {
-        return arg(
-            "shuffle",
-            "bnp, bnf or bns for the blocked layout",
-            &p.shuffle,
-        );
-    }
-    if p.graph_degree == 0 || p.graph_degree > 1024 {
-        return arg("graph_degree (R)", "1..=1024", &p.graph_degree);
-    }
-    if p.complexity < p.graph_degree.min(n) || p.complexity == 0 {
-        return arg(
-            "complexity (L_build)",
-            &format!("at least graph_degree = {}", p.graph_degree.min(n)),
-            &p.complexity,
-        );
-    }
-    if !(p.alpha >= 1.0 && p.alpha <= 4.0) {
-        return arg("alpha", "1.0..=4.0", &p.alpha);
-    }
-    if p.pq_bytes == 0 || p.pq_bytes > dim {
-        return arg(
-            "pq_bytes",
-            &format!("1..={dim} (the dimension)"),
-            &p.pq_bytes,
-        );
-    }
-    if ![4096, 8192, 16384].contains(&p.page_size) {
-        return arg("page_size", "4096, 8192 or 16384", &p.page_size);
-    }
-    if !(0.0..=0.5).contains(&p.nav_sample) {
-        return arg("nav_sample", "a fraction in 0..=0.5", &p.nav_sample);
-    }
-    if p.nav_sample > 0.0 && (p.nav_degree == 0 || p.nav_degree > 256) {
-        return arg("nav_degree", "1..=256", &p.nav_degree);
-    }
-    if p.passes == 0 || p.passes > 4 {
-        return arg("passes", "1..=4", &p.passes);
-    }
-    if !(p.visits_sample > 0.0 && p.visits_sample <= 1.0) {
-        return arg("visits_sample", "a fraction in (0, 1]", &p.visits_sample);
-    }
-    if !(p.max_batch_fraction > 0.0 && p.max_batch_fraction <= 1.0) {
-        return arg("max_batch_fraction", "in (0, 1]", &p.max_batch_fraction);
-    }
-    stored_dtype(p.store, dtype)?;
-    if dtype != DType::F32 && p.metric != Metric::L2 {
-        return arg(
-            "metric",
-            &format!("l2 for {} data", dtype.as_str()),
-            &p.metric,
-        );
-    }
-    if n >= u32::MAX as usize {
-        return arg("number of vectors", "fewer than 2^32 - 1", &n);
-    }
-    Ok(())
-}
-
-fn check_finite(data: &[f32], dim: usize, source: &str) -> Result<()> {
-    use rayon::prelude::*;
-    if let Some(i) = data.par_iter().position_first(|x| !x.is_finite()) {
-        return Err(Error::argument(
-            format!("{source}: row {}, component {}", i / dim, i % dim),
-            "a finite number",
-            data[i],
-        ));
-    }
-    Ok(())
-}
-
-/// The element type records hold when vectors of type `source` are stored
-/// as `store` (`BuildParams::store`): the source's own type, or f16 from
-/// f32; anything else is an error. Shared by the build and `relayout`.
-pub(crate) fn stored_dtype(store: Option<DType>, source: DType) -> Result<DType> {
-    match store {
-        None => Ok(source),
-        Some(s) if s == source => Ok(s),
-        Some(DType::F16) if source == DType::F32 => Ok(DType::F16),
-        Some(s) => Err(Error::argument(
-            "store",
-            format!("f16 (from f32 vectors) or the vectors' own type {source}"),
-            s,
-        )),
-    }
-}
-
-/// The largest finite f16.
-pub(crate) const F16_MAX: f32 = 65504.0;
-/// Magnitudes from here on round to an infinite f16.
-pub(crate) const F16_LIMIT: f32 = 65520.0;
-
-/// f16 storage needs every component to round to a finite half.
-fn check_f16_range(data: &[f32], dim: usize, source: &str) -> Result<()> {
-    use rayon::prelude::*;
-    if let Some(i) = data.par_iter().position_first(|x| x.abs() >= F16_LIMIT) {
-        return Err(Error::argument(
-            format!(
-                "{source}: row {}, component {} (--store f16)",
-                i / dim,
-                i % dim
-            ),
-            format!("a magnitude of at most {F16_MAX}"),
-            data[i],
-        ));
-    }
-    Ok(())
-}
-
 /// Creates `path` and writes it through a buffer; errors name the file.
 pub(super) fn write_file(
     path: &Path,
@@ -626,15 +443,9 @@ pub fn build_index_with_ids(
     check_ids(ids, n, source)?;
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
-    let (mut params, mut chosen) = fit(params, n, dim, data_dtype)?;
+    let (params, chosen) = fit(params, n, dim, data_dtype)?;
     check_params(&params, n, dim, data_dtype)?;
-    let profile = crate::profile::get(&params.profile)?;
-    // PQ bytes left unset with a budget given: the memory planner sizes
-    // them (Gorgeous §4.1 ①) for profiles that cache the graph.
-    let plan_pq = pq_unset
-        && params.memory_budget.is_some()
-        && profile.memory.contains(&Part::Adjacency)
-        && n >= crate::memory::pq_plan::MIN_ROWS;
+    let plan = crate::profile::plan(&params)?;
     for (field, why) in &chosen {
         progress.note(&format!("{field} = {why}"));
     }
@@ -653,21 +464,54 @@ pub fn build_index_with_ids(
         ..Default::default()
     };
     let staging = Staging::new(dir)?;
-    // Polled by the long loops; `checkpoint` also polls it between stages.
-    let stop = || progress.cancelled();
-    // Each stage's own time: `within` is the time of stages nested in it
-    // (the shuffle and the navigation graph run inside the write stage).
-    let mut stage = |name: &str, t: Instant, within: f64| {
-        let secs = t.elapsed().as_secs_f64();
-        report.stages.push((name.into(), secs - within));
-        secs
-    };
-
-    // 1. The f32 view the build works on: borrowed when possible; cosine data
-    //    normalised once (the stored vectors are the normalised ones too).
     checkpoint(progress, dir, "prepare")?;
     let t = Instant::now();
-    let f32_data: Cow<[f32]> = pool.install(|| -> Result<Cow<[f32]>> {
+    let f32_data = prepare(&data, &pool, &params, dtype, source)?;
+    report
+        .stages
+        .push(("prepare".into(), t.elapsed().as_secs_f64()));
+    if !plan.graph() {
+        let input = super::build_ivf::Input {
+            data: &f32_data,
+            data_dtype,
+            dim,
+            ids,
+        };
+        return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
+    }
+    let build = Build {
+        params,
+        plan,
+        chosen,
+        report,
+        data: &f32_data,
+        elems: data.elems(),
+        ids,
+        dim,
+        n,
+        dtype,
+        pool: &pool,
+        progress,
+        dir,
+        staging,
+        files: Vec::new(),
+        nested: 0.0,
+    };
+    super::stages::run(build, pq_unset, t_all)
+}
+
+/// The f32 view the build works on: borrowed when possible, checked
+/// finite (and within f16's range when stored as halves); cosine data
+/// normalised once (the stored vectors are the normalised ones too).
+fn prepare<'a>(
+    data: &Vectors<'a>,
+    pool: &rayon::ThreadPool,
+    params: &BuildParams,
+    dtype: DType,
+    source: &str,
+) -> Result<Cow<'a, [f32]>> {
+    let dim = data.dim();
+    pool.install(|| -> Result<Cow<[f32]>> {
         let mut v = data.elems().to_f32();
         check_finite(&v, dim, source)?;
         if dtype == DType::F16 {
@@ -680,533 +524,6 @@ pub fn build_index_with_ids(
                 .for_each(crate::data::normalize_f32);
         }
         Ok(v)
-    })?;
-    stage("prepare", t, 0.0);
-    if params.layout_kind() == LayoutKind::Ivf {
-        let input = super::build_ivf::Input {
-            data: &f32_data,
-            data_dtype,
-            dim,
-            ids,
-        };
-        return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
-    }
-
-    // 2. The graph.
-    checkpoint(progress, dir, "graph")?;
-    let t = Instant::now();
-    let space = BuildSpace::new(&f32_data, dim, params.metric);
-    let vparams = VamanaParams {
-        degree: params.graph_degree,
-        complexity: params.complexity,
-        alpha: params.alpha,
-        passes: params.passes,
-        max_batch_fraction: params.max_batch_fraction,
-        seed: params.seed,
-    };
-    progress.stage("build graph", (n * params.passes) as u64);
-    let (graph, gstats) = pool
-        .install(|| graph::build_until(&space, &vparams, &|d, _| progress.set(d as u64), &stop))
-        .ok_or_else(|| cancelled(dir))?;
-    progress.finish();
-    stage("graph", t, 0.0);
-
-    if plan_pq {
-        let t = Instant::now();
-        progress.stage("plan memory", 0);
-        let budget = params.memory_budget.unwrap_or(0) as usize;
-        let plan =
-            pool.install(|| plan_pq_bytes(&params, &f32_data, dim, dtype, budget, &graph.lists));
-        progress.finish();
-        let Some(plan) = plan else {
-            return Err(Error::argument(
-                "memory budget",
-                format!(
-                    "room for the PQ codes of {n} vectors at {} bytes or more besides the \
-                     I/O buffers and navigation graph (or give --pq-bytes)",
-                    crate::memory::pq_plan::candidate_sizes(dim)[0]
-                ),
-                format!("{:.2} MB", budget as f64 / 1e6),
-            ));
-        };
-        {
-            let at = plan.candidates.iter().find(|c| c.pq_bytes == plan.pq_bytes);
-            chosen.insert(
-                "pq_bytes".into(),
-                format!(
-                    "{}: the fewest predicted reads within the {:.1} MB memory budget \
-                     (re-rank depth {} for R@10 {} on a {}-vector sample; build_report.json \
-                     has every size tried)",
-                    plan.pq_bytes,
-                    budget as f64 / 1e6,
-                    at.and_then(|c| c.depth)
-                        .map_or("> 200".into(), |d| d.to_string()),
-                    crate::memory::pq_plan::TARGET_RECALL,
-                    plan.sample
-                ),
-            );
-            params.pq_bytes = plan.pq_bytes;
-            progress.note(&format!("pq_bytes = {}", chosen["pq_bytes"]));
-            report.chosen = chosen.clone();
-            report.pq_plan = Some(plan);
-        }
-        stage("plan", t, 0.0);
-    }
-
-    // 3. PQ codebook and codes, after the graph: the memory planner may
-    //    size them by the graph it must leave room for. Laser records carry
-    //    their own codes: no PQ (AlayaLaser §3.3, nothing per vector in RAM).
-    let kind = params.layout_kind();
-    let pq = if kind == LayoutKind::Laser {
-        None
-    } else {
-        checkpoint(progress, dir, "pq")?;
-        let t = Instant::now();
-        progress.stage("train PQ", 0);
-        let pq_params = PqTrainParams {
-            m: params.pq_bytes,
-            sample: params.pq_sample,
-            iters: params.pq_iters,
-            seed: params.seed,
-        };
-        let trained = pool.install(|| {
-            let cb = PqCodebook::train_until(&f32_data, dim, &pq_params, &stop)?;
-            let codes = cb.encode_all_until(&f32_data, &stop)?;
-            Some((cb, codes))
-        });
-        let (codebook, codes) = trained.ok_or_else(|| cancelled(dir))?;
-        progress.finish();
-        stage("pq", t, 0.0);
-        // The shuffle may rank nodes by their codes (`placement`). The
-        // quantizer keeps its centroids transposed only: the codebook as
-        // trained is what codes.bin holds.
-        Some((
-            codebook.clone(),
-            PqQuantizer::new(codebook, codes, params.metric),
-        ))
-    };
-    let pq_of = || &pq.as_ref().expect("PQ codes for every layout but laser").1;
-
-    // 4. Disk layout and codes.
-    let t = Instant::now();
-    progress.stage("write pages", 0);
-    let mut nested = 0.0;
-    let coupled = CoupledLayout::new(params.page_size, n, dim, dtype, params.graph_degree);
-    let pages_path = staging.dir.join("pages.bin");
-    let file = std::fs::File::create(&pages_path).at("create", &pages_path)?;
-    checkpoint(progress, dir, "write")?;
-    // Every page goes through the check: a stop ends the write at the next
-    // page, and the staging directory (with its partial pages.bin) goes.
-    let mut w = StopWriter {
-        inner: BufWriter::with_capacity(8 << 20, file),
-        progress,
-    };
-    let elems = data.elems();
-    let vector_bytes = |id: u32, out: &mut [u8]| {
-        let (s, e) = (id as usize * dim, (id as usize + 1) * dim);
-        if dtype == DType::F16 {
-            stratavec_simd::half::encode_f16(&f32_data[s..e], out);
-            return;
-        }
-        match elems {
-            Elems::F32(_) => {
-                for (o, x) in out.chunks_exact_mut(4).zip(&f32_data[s..e]) {
-                    o.copy_from_slice(&x.to_le_bytes());
-                }
-            }
-            Elems::U8(v) => out.copy_from_slice(&v[s..e]),
-            Elems::I8(v) => {
-                for (o, &x) in out.iter_mut().zip(&v[s..e]) {
-                    *o = x as u8;
-                }
-            }
-        }
-    };
-    let mut extra_files = vec![];
-    // Exact distances between stored vectors, for the replicated layouts'
-    // choice of which neighbours' lists to pack (closest first, §4.1).
-    let space = &space;
-    let distance = |u: u32, v: u32| space.dist(u, v);
-    let replicated = |w: &mut StopWriter<_>, kind: LayoutKind| -> Result<ReplicationStats> {
-        let (ps, md) = (params.page_size, params.graph_degree);
-        let written = match kind {
-            LayoutKind::Replicated => ReplicatedLayout::new(ps, n, dim, dtype, md)?.write(
-                w,
-                graph.medoid,
-                &graph.lists,
-                &vector_bytes,
-                &distance,
-                params.replicas,
-            ),
-            _ => SeparatedLayout::new(ps, n, dim, dtype, md)?.write(
-                w,
-                graph.medoid,
-                &graph.lists,
-                &vector_bytes,
-                &distance,
-                params.replicas,
-            ),
-        };
-        let stats = written
-            .and_then(|s| w.flush().map(|_| s))
-            .at("write", &pages_path);
-        unless_cancelled(progress, dir, stats)
-    };
-    // Laser's cluster entries, kept for the node cache's `visits` rank.
-    let mut cluster_entries: Option<ClusterEntries> = None;
-    let layout_name = if kind == LayoutKind::Laser {
-        let code_dim = params.code_dim.expect("fitted");
-        checkpoint(progress, dir, "codes")?;
-        let t = Instant::now();
-        progress.stage("train record codes", 0);
-        let rc = pool
-            .install(|| RecordCodes::train(&f32_data, dim, code_dim, params.metric, params.seed));
-        let (codes, factors) = pool.install(|| rc.encode_all(&f32_data, dim));
-        progress.finish();
-        nested += stage("codes", t, 0.0);
-        let layout = LaserLayout::new(
-            params.page_size,
-            n,
-            dim,
-            dtype,
-            params.graph_degree,
-            code_dim,
-        )
-        .map_err(|e| Error::argument("laser layout", "a record that fits", e))?;
-        checkpoint(progress, dir, "write")?;
-        let written = layout
-            .write(
-                &mut w,
-                graph.medoid,
-                &graph.lists,
-                &vector_bytes,
-                &codes,
-                &factors,
-            )
-            .and_then(|_| w.flush())
-            .at("write", &pages_path);
-        unless_cancelled(progress, dir, written)?;
-        let path = staging.dir.join(RECORD_CODES_FILE);
-        write_file(&path, |w| rc.write(w))?;
-        extra_files.push(RECORD_CODES_FILE);
-        // The cluster entries (§4.1); the in-degree cache's order (§3.3) is
-        // the profile's node cache rank, written below.
-        checkpoint(progress, dir, "entry")?;
-        let t = Instant::now();
-        progress.stage("entry clusters", 0);
-        let k = params
-            .entry_clusters
-            .unwrap_or_else(|| clusters::default_clusters(n));
-        let built =
-            pool.install(|| ClusterEntries::build(&f32_data, dim, params.metric, k, params.seed));
-        let entries = cluster_entries.insert(built);
-        let path = staging.dir.join(ENTRY_FILE);
-        write_file(&path, |w| entries.write(w))?;
-        extra_files.push(ENTRY_FILE);
-        progress.finish();
-        nested += stage("entry", t, 0.0);
-        layout.name()
-    } else if kind.replicates() {
-        report.replication = Some(replicated(&mut w, kind)?);
-        kind.name()
-    } else if kind == LayoutKind::Csr {
-        let layout = CsrLayout::new(
-            params.page_size,
-            dim,
-            dtype,
-            params.graph_degree,
-            &graph.lists,
-        );
-        let written = layout
-            .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
-            .and_then(|_| w.flush())
-            .at("write", &pages_path);
-        unless_cancelled(progress, dir, written)?;
-        let path = staging.dir.join(csr::OFFSETS_FILE);
-        write_file(&path, |w| layout.write_offsets(w))?;
-        extra_files.push(csr::OFFSETS_FILE);
-        layout.name()
-    } else if kind == LayoutKind::Coupled {
-        let written = coupled
-            .write(&mut w, graph.medoid, &graph.lists, &vector_bytes)
-            .and_then(|_| w.flush())
-            .at("write", &pages_path);
-        unless_cancelled(progress, dir, written)?;
-        coupled.name()
-    } else {
-        let cap = blocked::capacity(params.page_size, dim, dtype, &graph.lists)?;
-        checkpoint(progress, dir, "shuffle")?;
-        let t = Instant::now();
-        progress.stage("shuffle blocks", 0);
-        let sp = params.shuffle_params();
-        let nearest = pool.install(|| {
-            placement::nearest_for_until(&graph.lists, &cap, &sp, || Ok(pq_of()), &stop)
-        });
-        let nearest = unless_cancelled(progress, dir, nearest)?;
-        if nearest.is_some() {
-            nested += stage("nearest", t, 0.0);
-        }
-        let t = Instant::now();
-        let (assignment, shuffle_report) = pool
-            .install(|| shuffle_until(&graph.lists, &cap, &sp, nearest.as_deref(), &stop))
-            .ok_or_else(|| cancelled(dir))?;
-        drop(nearest);
-        progress.finish();
-        nested += stage("shuffle", t, 0.0);
-        progress.stage("write pages", 0);
-        report.shuffle = Some(shuffle_report);
-        let layout = BlockedLayout::new(
-            params.page_size,
-            dim,
-            dtype,
-            params.graph_degree,
-            assignment.block_of.clone(),
-            assignment.blocks(),
-        );
-        let written = layout
-            .write(
-                &mut w,
-                graph.medoid,
-                &assignment,
-                &graph.lists,
-                &vector_bytes,
-            )
-            .and_then(|_| w.flush())
-            .at("write", &pages_path);
-        unless_cancelled(progress, dir, written)?;
-        let map_path = staging.dir.join("map.bin");
-        write_file(&map_path, |w| {
-            position_map::write(w, layout.blocks(), &layout.block_map())
-        })?;
-        extra_files.push("map.bin");
-        layout.name()
-    };
-    drop(w);
-    let mut nav_graph = None;
-    let mut nav_kept = false;
-    if params.nav_sample > 0.0 {
-        checkpoint(progress, dir, "nav")?;
-        let t = Instant::now();
-        progress.stage("navigation graph", 0);
-        let nav = pool.install(|| {
-            crate::entry::NavGraph::build(
-                &f32_data,
-                dim,
-                params.metric,
-                params.nav_sample,
-                params.nav_degree,
-                params.seed,
-            )
-        });
-        // Planned builds keep the graph only if sample queries gain from it
-        // (Gorgeous §4.1 ②); it still ranks the graph cache either way.
-        let keep = if plan_pq {
-            let chosen_size = report
-                .pq_plan
-                .as_ref()
-                .and_then(|p| p.candidates.iter().find(|c| c.pq_bytes == p.pq_bytes));
-            let depth = chosen_size.and_then(|c| c.depth).unwrap_or(32);
-            let graph_share = chosen_size.map_or(0.0, |c| c.graph_share);
-            // The list size the two-stage search needs at σ = 0.5.
-            let l = (2 * depth).max(16);
-            let plan = pool.install(|| {
-                let g = crate::memory::nav_plan::InRam {
-                    lists: &graph.lists,
-                    medoid: graph.medoid,
-                    pq: pq_of(),
-                    data: &f32_data,
-                    dim,
-                    graph_share,
-                };
-                let nav_l = crate::SearchParams::default().nav_complexity;
-                crate::memory::nav_plan::decide(&g, &nav, l, nav_l, params.seed)
-            });
-            let kept = plan.kept;
-            if !kept {
-                let why = format!(
-                    "none kept: the navigation graph saved too little on {} sample queries \
-                     (search-stage cost {:.0} PQ estimates a query from it, {:.0} from the medoid, \
-                     with {:.1} expansions against {:.1}, {:.0} f32 distances of its own and {:.0}% \
-                     of the lists cached; needs {:.0}% less)",
-                    plan.queries,
-                    plan.cost_from_nav,
-                    plan.cost_from_medoid,
-                    plan.expansions_from_nav,
-                    plan.expansions_from_medoid,
-                    plan.nav_distances,
-                    plan.graph_share * 100.0,
-                    crate::memory::nav_plan::MIN_GAIN * 100.0
-                );
-                progress.note(&format!("navigation graph: {why}"));
-                chosen.insert("nav_sample".into(), why);
-                report.chosen = chosen.clone();
-            }
-            report.nav_plan = Some(plan);
-            kept
-        } else {
-            true
-        };
-        if keep {
-            let nav_path = staging.dir.join("nav.bin");
-            write_file(&nav_path, |w| nav.write(w))?;
-            extra_files.push("nav.bin");
-        }
-        progress.finish();
-        nested += stage("nav", t, 0.0);
-        nav_graph = Some(nav);
-        nav_kept = keep;
-    }
-    // Every node, best first by `rank` (`memory::cache_rank`).
-    let rank_nodes = |rank: CacheRank,
-                      nav: Option<&crate::entry::NavGraph>,
-                      pq: Option<&dyn crate::quant::Quantizer>| {
-        let input = cache_rank::RankInput {
-            lists: &graph.lists,
-            medoid: graph.medoid,
-            data: &f32_data,
-            dim,
-            nav,
-            entry: cluster_entries
-                .as_ref()
-                .map(|e| e as &dyn crate::entry::EntryPoints),
-            pq,
-            metric: params.metric,
-            seed: params.seed,
-            visits_sample: params.visits_sample,
-        };
-        pool.install(|| cache_rank::rank(rank, &input))
-    };
-    // The node cache's order where the build ranks it (laser: by in-degree,
-    // AlayaLaser §3.3; octopus: by how often sample queries started at the
-    // navigation graph expand each node, OctopusANN §4.1's visit-frequency
-    // cache); `bfs` is left to the open, which fills the cache
-    // breadth-first from the medoid (DiskANN).
-    let node_rank = params.node_cache_rank.unwrap_or(profile.node_cache);
-    let rank_nav = nav_graph.as_ref().filter(|_| nav_kept);
-    let ranked = match node_rank {
-        CacheRank::Bfs => false,
-        CacheRank::Nav => rank_nav.is_some(),
-        CacheRank::Indegree | CacheRank::Visits => true,
-    };
-    if ranked && profile.memory.contains(&Part::Nodes) {
-        checkpoint(progress, dir, "rank")?;
-        let t = Instant::now();
-        progress.stage("rank node cache", 0);
-        let pq = pq.as_ref().map(|p| &p.1 as &dyn crate::quant::Quantizer);
-        let order = rank_nodes(node_rank, rank_nav, pq);
-        let path = staging.dir.join(ORDER_FILE);
-        write_file(&path, |w| cache_order::write(w, &order))?;
-        extra_files.push(ORDER_FILE);
-        progress.finish();
-        nested += stage("rank", t, 0.0);
-    }
-    // The adjacency lists apart, in the order the graph cache takes them
-    // (Gorgeous §4.1), for profiles whose memory plan holds them.
-    if profile.memory.contains(&Part::Adjacency) {
-        checkpoint(progress, dir, "rank")?;
-        let t = Instant::now();
-        progress.stage("rank graph cache", 0);
-        let order = rank_nodes(params.cache_rank, nav_graph.as_ref(), Some(pq_of()));
-        let path = staging.dir.join(GRAPH_FILE);
-        write_file(&path, |w| adjacency_cache::write(w, &order, &graph.lists))?;
-        extra_files.push(GRAPH_FILE);
-        progress.finish();
-        nested += stage("rank", t, 0.0);
-    }
-    if let Some(ids) = ids {
-        let path = staging.dir.join(IDS_FILE);
-        write_file(&path, |w| super::ids::write(w, ids))?;
-        extra_files.push(IDS_FILE);
-    }
-    if let Some((codebook, pq)) = &pq {
-        let codes_path = staging.dir.join("codes.bin");
-        write_file(&codes_path, |w| pq_file::write(w, codebook, &pq.codes))?;
-        extra_files.push("codes.bin");
-    }
-    progress.finish();
-    stage("write", t, nested);
-
-    // 5. Manifest (last: its presence marks a complete index), then commit.
-    checkpoint(progress, dir, "checksum")?;
-    let t = Instant::now();
-    let mut files = BTreeMap::new();
-    for name in ["pages.bin"].into_iter().chain(extra_files) {
-        let entry = file_entry_until(&staging.dir.join(name), &stop)?;
-        files.insert(name.to_string(), entry.ok_or_else(|| cancelled(dir))?);
-    }
-    report.index_bytes = files.values().map(|f| f.bytes).sum();
-    let manifest = Manifest {
-        format_version: FORMAT_VERSION,
-        build_revision: BUILD_REVISION,
-        profile: params.profile.clone(),
-        dtype,
-        dim,
-        n,
-        metric: params.metric,
-        build: params.clone(),
-        layout: layout_name.into(),
-        page_size: params.page_size,
-        quantizer: match &pq {
-            Some(_) => format!("pq{}", params.pq_bytes),
-            None => format!("rabitq{} (in records)", params.code_dim.unwrap_or(0)),
-        },
-        medoid: graph.medoid,
-        graph_mean_degree: gstats.mean_degree,
-        files,
-        chosen,
-    };
-    let mpath = staging.dir.join(MANIFEST);
-    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
-    stage("checksum", t, 0.0);
-    report.graph_mean_degree = gstats.mean_degree;
-    report.duplicate_links = gstats.duplicate_links;
-    report.peak_rss_bytes = peak_rss_bytes();
-    report.total_s = t_all.elapsed().as_secs_f64();
-    write_report(&staging.dir, &report)?;
-    // The last moment to stop: from here on the index is complete and the
-    // commit is two renames.
-    unless_cancelled(progress, dir, Ok(()))?;
-    staging.commit()?;
-    Ok(report)
-}
-
-/// The PQ bytes the memory planner chooses for `budget` (`memory::pq_plan`):
-/// what the rest of the plan holds is estimated from the graph just built.
-fn plan_pq_bytes(
-    params: &BuildParams,
-    data: &[f32],
-    dim: usize,
-    dtype: DType,
-    budget: usize,
-    lists: &[Vec<u32>],
-) -> Option<PqPlan> {
-    let n = lists.len();
-    let bits = crate::layout::record::id_bits(n);
-    let list_bytes: usize = lists
-        .iter()
-        .map(|l| crate::layout::record::packed_len(0, l.len(), bits))
-        .sum();
-    let graph_bytes = adjacency_cache::resident_bytes_for(n, n, list_bytes);
-    // What the open will hold besides: I/O buffers at the default reserve
-    // (2 threads x 64 pages) and the navigation graph (ids, vectors and
-    // lists of its share of the vectors).
-    let buffers = 2 * crate::search::READ_SLOTS * params.page_size;
-    let nav_nodes = (n as f64 * params.nav_sample as f64).round() as usize;
-    let nav = nav_nodes * (4 + 4 * dim + 24 + 4 * params.nav_degree);
-    let node_bytes = crate::memory::node_cache::bytes_per_node(crate::layout::record::packed_len(
-        dim * dtype.size(),
-        params.graph_degree,
-        bits,
-    ));
-    crate::memory::pq_plan::choose(&PqPlanInput {
-        data,
-        dim,
-        metric: params.metric,
-        budget,
-        fixed: buffers + nav,
-        graph_bytes,
-        node_bytes,
-        seed: params.seed,
     })
 }
 

@@ -209,6 +209,12 @@ pub fn build(
         medoid: 0,
         graph_mean_degree: 0.0,
         files,
+        // A cluster index enters no graph and keeps no nav graph.
+        plan: Some(
+            crate::profile::plan(params)?
+                .as_built(false)
+                .with_ids(input.ids.is_some()),
+        ),
         chosen: chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);

@@ -49,6 +49,10 @@ pub struct Manifest {
     pub medoid: u32,
     pub graph_mean_degree: f64,
     pub files: BTreeMap<String, FileEntry>,
+    /// The parts the build wrote (`plan::Plan`); absent in indexes built
+    /// before it was recorded, whose plan `plan::plan_of` works out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::Plan>,
     /// Build parameters chosen to fit the data because the caller left them
     /// unset (`index::fit`), with why; absent when the defaults fit.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -102,6 +106,16 @@ impl Manifest {
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Error::index(&path, "JSON", "a valid manifest", e))?;
         check_version(&path, &value, FORMAT_VERSION)?;
+        if let Some(v) = value.pointer("/plan/version").and_then(|v| v.as_u64()) {
+            if v > crate::plan::PLAN_VERSION as u64 {
+                return Err(Error::index(
+                    &path,
+                    "plan.version",
+                    format!("<= {} (this stratavec)", crate::plan::PLAN_VERSION),
+                    format!("{v}: written by a newer stratavec; upgrade to open it"),
+                ));
+            }
+        }
         serde_json::from_value(value)
             .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))
     }

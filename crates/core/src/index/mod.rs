@@ -1,5 +1,6 @@
 //! The index directory: build, commit, manifest, open and search.
 pub mod build;
+pub mod build_checks;
 pub mod build_ivf;
 pub mod cache_load;
 pub mod commit;
@@ -13,6 +14,7 @@ pub mod page_utility;
 pub mod placement;
 pub mod relayout;
 pub mod relayout_csr;
+pub(crate) mod stages;
 
 pub use build::{
     build_from_file, build_from_table, build_index, build_index_with_ids, BuildParams, BuildReport,

@@ -1,32 +1,23 @@
 //! An open index: the parts its memory plan keeps in RAM, and batch search
 //! over worker threads that each own one block reader.
 
-use super::cache_load::{load_bfs, load_ranked};
 use super::ids::{IdMap, IDS_FILE};
 use super::manifest::Manifest;
 use crate::data::{DType, Metric};
-use crate::entry::clusters::ENTRY_FILE;
-use crate::entry::{ClusterEntries, EntryPoints, Medoid, NavGraph};
+use crate::entry::EntryPoints;
 use crate::error::{Error, FileContext, Result};
-use crate::layout::ivf_members::{ClusterMembers, MEMBERS_FILE};
+use crate::layout::ivf_members::ClusterMembers;
 use crate::layout::{Layout, PagesHeader};
-use crate::memory::adjacency_cache::{self, GRAPH_FILE};
-use crate::memory::cache_order::{self, ORDER_FILE};
-use crate::memory::node_cache::bytes_per_node;
-use crate::memory::planner::{self, granted, Demand, Part};
 use crate::memory::{AdjacencyCache, MemoryReport, NodeCache};
+use crate::plan::resident::{self, Resident, Wants};
+use crate::plan::search::{choose, Chosen};
+use crate::plan::{IndexFiles, Plan};
 use crate::profile::Profile;
-use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
 use crate::quant::record_scorer::RecordScorer;
-use crate::quant::{pq_file, Quantizer};
+use crate::quant::Quantizer;
 use crate::search::batch::{run_batch, BatchShape};
-use crate::search::ivf::Ivf;
-use crate::search::ivf_pq::IvfPq;
-use crate::search::query::internal_distance;
 use crate::search::{in_flight_for, read_slots, PIPELINED_WIDTH, READ_SLOTS};
-use crate::search::{
-    Beam, Laser, Pipe, RangeRule, SearchContext, SearchParams, Switches, TwoStage,
-};
+use crate::search::{SearchContext, SearchParams, Switches};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -114,6 +105,8 @@ pub struct Index {
     pub manifest: Manifest,
     /// The composition the manifest names.
     pub profile: &'static Profile,
+    /// The parts the index was built with (`plan::plan_of`).
+    pub plan: Plan,
     pages_path: PathBuf,
     layout: Box<dyn Layout>,
     quantizer: Box<dyn Quantizer>,
@@ -139,140 +132,19 @@ pub struct Index {
     readers: Mutex<Vec<Box<dyn BlockReader>>>,
 }
 
-fn check_file_size(manifest: &Manifest, dir: &Path, name: &str) -> Result<PathBuf> {
-    let path = dir.join(name);
-    let entry = manifest.files.get(name).ok_or_else(|| {
-        Error::index(
-            &dir.join(super::manifest::MANIFEST),
-            "files",
-            name,
-            "missing entry",
-        )
-    })?;
-    let meta = std::fs::metadata(&path).map_err(|e| {
-        Error::index(
-            &path,
-            "file",
-            format!("{} bytes", entry.bytes),
-            format!("cannot stat: {e}"),
-        )
-    })?;
-    if meta.len() != entry.bytes {
-        return Err(Error::index(
-            &path,
-            "size",
-            format!("{} bytes (manifest)", entry.bytes),
-            format!("{} bytes (truncated or replaced)", meta.len()),
-        ));
-    }
-    Ok(path)
-}
-
 impl Index {
     pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Index> {
         let dir = dir.as_ref().to_path_buf();
         let manifest = Manifest::read(&dir)?;
-        let pages_path = check_file_size(&manifest, &dir, "pages.bin")?;
-        // Laser indexes keep no codes in RAM (their records carry them).
-        let has_codes = manifest.files.contains_key("codes.bin");
-        if has_codes {
-            check_file_size(&manifest, &dir, "codes.bin")?;
-        }
+        let files = IndexFiles {
+            dir: &dir,
+            manifest: &manifest,
+        };
+        let pages_path = files.path("pages.bin")?;
         if opts.verify_checksums {
-            for (name, entry) in &manifest.files {
-                let got = super::commit::file_entry(&dir.join(name))?;
-                if got.sha256 != entry.sha256 {
-                    return Err(Error::index(
-                        &dir.join(name),
-                        "sha256",
-                        &entry.sha256,
-                        got.sha256,
-                    ));
-                }
-            }
+            verify_checksums(&dir, &manifest)?;
         }
-
-        // The pages header must describe the same index as the manifest.
-        let page_size = manifest.page_size;
-        let mut header_reader = open_reader(
-            &pages_path,
-            &ReaderOptions {
-                backend: opts.io,
-                slots: 64,
-                slot_bytes: page_size.max(4096),
-                ..Default::default()
-            },
-        )?;
-        let header = read_header(&mut *header_reader, &pages_path, page_size)?;
-        // (reopened below if the layout's reads are wider than a page)
-        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, |name| {
-            check_file_size(&manifest, &dir, name)
-        })?;
-        let expect = |field: &str, want: String, got: String| -> Result<()> {
-            if want != got {
-                return Err(Error::index(
-                    &pages_path,
-                    field,
-                    format!("{want} (manifest)"),
-                    got,
-                ));
-            }
-            Ok(())
-        };
-        expect("n", manifest.n.to_string(), header.n.to_string())?;
-        expect("dim", manifest.dim.to_string(), header.dim.to_string())?;
-        expect(
-            "dtype",
-            manifest.dtype.as_str().into(),
-            header.dtype.as_str().into(),
-        )?;
-        expect(
-            "page size",
-            page_size.to_string(),
-            header.page_size.to_string(),
-        )?;
-        expect("layout", manifest.layout.clone(), header.layout.clone())?;
-        expect(
-            "file size",
-            layout.file_bytes().to_string(),
-            manifest.files["pages.bin"].bytes.to_string(),
-        )?;
-        if header.medoid as usize >= manifest.n {
-            return Err(Error::index(
-                &pages_path,
-                "medoid",
-                format!("< {}", manifest.n),
-                header.medoid,
-            ));
-        }
-
-        let quantizer: Box<dyn Quantizer> = match has_codes {
-            true => Box::new(pq_file::load(&dir, &manifest)?),
-            false => Box::new(crate::quant::NoCodes),
-        };
-        let record_codes = match manifest.files.contains_key(RECORD_CODES_FILE) {
-            true => Some(RecordScorer::new(&RecordCodes::read(
-                &check_file_size(&manifest, &dir, RECORD_CODES_FILE)?,
-                manifest.dim,
-                manifest.metric,
-            )?)),
-            false => None,
-        };
-
-        // A cluster index built with codes: each cluster's members in RAM
-        // beside the codes (the IVF-PQ search, `layout::ivf_members`).
-        let members = match (manifest.files.contains_key(MEMBERS_FILE), layout.clusters()) {
-            (true, Some(ivf)) => Some(ClusterMembers::read(
-                &check_file_size(&manifest, &dir, MEMBERS_FILE)?,
-                manifest.n,
-                ivf.clusters.len(),
-            )?),
-            _ => None,
-        };
-        let members_bytes = members.as_ref().map_or(0, |m| m.resident_bytes());
-
-        // The memory plan (memory::planner): codes, I/O buffers and the
-        // layout's map first; then the profile's parts in its order.
+        let plan = crate::plan::plan_of(&manifest)?;
         let profile = crate::profile::get(&manifest.profile).map_err(|_| {
             Error::index(
                 &dir.join(super::manifest::MANIFEST),
@@ -281,152 +153,70 @@ impl Index {
                 &manifest.profile,
             )
         })?;
+
+        // The pages header must describe the same index as the manifest.
+        let reader_for = |slot_bytes: usize| {
+            open_reader(
+                &pages_path,
+                &ReaderOptions {
+                    backend: opts.io,
+                    slots: 64,
+                    slot_bytes,
+                    ..Default::default()
+                },
+            )
+            .map_err(Error::from)
+        };
+        let mut header_reader = reader_for(manifest.page_size.max(4096))?;
+        let header = read_header(&mut *header_reader, &pages_path, manifest.page_size)?;
+        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, |name| {
+            files.path(name)
+        })?;
+        check_header(&manifest, &header, &*layout, &pages_path)?;
+
+        let codes = plan.codes.open(&files, &*layout)?;
+        let (codes_bytes, members_bytes) = codes.resident_bytes();
         let buffers = opts.reserve_threads.max(1)
             * read_slots(opts.reserve_in_flight, opts.reserve_beam_width)
             * layout.max_span_bytes();
         // Read before the plan (a small sample of the vectors), so the plan
         // charges the bytes it holds; dropped if the budget has no room.
-        let nav: Option<Box<dyn EntryPoints>> = if !opts.navigation_graph {
-            None
-        } else if manifest.files.contains_key(ENTRY_FILE) {
-            let path = check_file_size(&manifest, &dir, ENTRY_FILE)?;
-            Some(Box::new(ClusterEntries::read(
-                &path,
-                manifest.n,
-                manifest.dim,
-                manifest.metric,
-            )?))
-        } else if manifest.files.contains_key("nav.bin") {
-            let path = check_file_size(&manifest, &dir, "nav.bin")?;
-            Some(Box::new(NavGraph::read(
-                &path,
-                manifest.n,
-                manifest.dim,
-                manifest.metric,
-            )?))
-        } else {
-            None
-        };
-        let node_bytes = bytes_per_node(layout.record_bytes());
-        let graph_path = match opts.graph_cache && manifest.files.contains_key(GRAPH_FILE) {
-            true => Some(check_file_size(&manifest, &dir, GRAPH_FILE)?),
+        let entry = match opts.navigation_graph {
+            true => plan.entry.open(&files)?,
             false => None,
         };
-        let mut demands = vec![
-            Demand {
-                part: Part::Codes,
-                bytes: quantizer.resident_bytes()
-                    + record_codes.as_ref().map_or(0, |c| c.resident_bytes())
-                    + members_bytes,
-            },
-            Demand {
-                part: Part::Buffers,
-                bytes: buffers,
-            },
-            Demand {
-                part: Part::Map,
-                bytes: layout.resident_bytes(),
-            },
-        ];
-        for &part in profile.memory {
-            let bytes = match part {
-                Part::Nav => match &nav {
-                    Some(g) => g.resident_bytes(),
-                    None => continue,
-                },
-                Part::Adjacency => match &graph_path {
-                    Some(p) => adjacency_cache::demand(p)?,
-                    None => continue,
-                },
-                // A cached record without its vector saves nothing the
-                // graph cache does not save better.
-                Part::Nodes if !layout.records_hold_vectors() || !opts.node_cache => continue,
-                Part::Nodes => manifest.n * node_bytes,
-                _ => continue,
-            };
-            demands.push(Demand { part, bytes });
-        }
-        let grants = planner::plan(opts.memory_budget_bytes.map(|b| b as usize), &demands)?;
-        let entry: Box<dyn EntryPoints> = match nav.filter(|_| granted(&grants, Part::Nav) > 0) {
-            Some(g) => g,
-            None => Box::new(Medoid(header.medoid)),
+        let wants = Wants {
+            budget: opts.memory_budget_bytes.map(|b| b as usize),
+            codes: codes_bytes + members_bytes,
+            buffers,
+            entry,
+            graph_cache: opts.graph_cache,
+            node_cache: opts.node_cache,
+            layout: &*layout,
+            medoid: header.medoid,
         };
-        let cache_nodes = granted(&grants, Part::Nodes) / node_bytes;
-        if cache_nodes > 0 && layout.max_span_bytes() > header_reader.slot_bytes() {
-            header_reader = open_reader(
-                &pages_path,
-                &ReaderOptions {
-                    backend: opts.io,
-                    slots: 64,
-                    slot_bytes: layout.max_span_bytes(),
-                    ..Default::default()
-                },
-            )?;
-        }
-        // A cache order ranked at build time (laser: by in-degree), else
-        // breadth-first from the medoid (DiskANN).
-        let cache = match manifest.files.contains_key(ORDER_FILE) && cache_nodes > 0 {
-            true => {
-                let order =
-                    cache_order::read(&check_file_size(&manifest, &dir, ORDER_FILE)?, manifest.n)?;
-                load_ranked(&*layout, &mut *header_reader, &order, cache_nodes)?
-            }
-            false => load_bfs(
-                &*layout,
-                &mut *header_reader,
-                header.medoid,
-                cache_nodes,
-                manifest.n,
-                &pages_path,
-            )?,
-        };
-        let adjacency = match &graph_path {
-            Some(p) => AdjacencyCache::load(p, manifest.n, granted(&grants, Part::Adjacency))?,
-            None => AdjacencyCache::default(),
-        };
-        let ids = match manifest.files.contains_key(IDS_FILE) {
-            true => Some(IdMap::open(
-                &check_file_size(&manifest, &dir, IDS_FILE)?,
-                manifest.n,
-            )?),
+        let resident = resident::fill(&plan, &files, wants, &mut header_reader, &reader_for)?;
+        let ids = match plan.ids {
+            true => Some(IdMap::open(&files.path(IDS_FILE)?, manifest.n)?),
             false => None,
         };
         let io_name = header_reader.name().to_string();
         drop(header_reader);
-        // What is held, part by part: the sum the budget is enforced on.
-        let mut memory = MemoryReport::default();
-        memory.add(
-            "codes",
-            quantizer.resident_bytes() + record_codes.as_ref().map_or(0, |c| c.resident_bytes()),
-        );
-        if members_bytes > 0 {
-            memory.add("members", members_bytes);
-        }
-        memory.add("cache", cache.resident_bytes());
-        if adjacency.resident_bytes() > 0 {
-            memory.add("adjacency", adjacency.resident_bytes());
-        }
-        memory.add("buffers", buffers);
-        if layout.resident_bytes() > 0 {
-            memory.add("map", layout.resident_bytes());
-        }
-        if entry.resident_bytes() > 0 {
-            memory.add("nav", entry.resident_bytes());
-        }
-        memory.plan = grants;
+        let memory = memory_report(&resident, &*layout, codes_bytes, members_bytes, buffers);
         Ok(Index {
-            record_codes,
-            members,
+            record_codes: codes.record_codes,
+            members: codes.members,
+            quantizer: codes.quantizer,
             ids,
-            adjacency,
+            adjacency: resident.adjacency,
+            cache: resident.cache,
+            entry: resident.entry,
             profile,
+            plan,
             dir,
-            entry,
             manifest,
             pages_path,
             layout,
-            quantizer,
-            cache,
             memory,
             io: opts.io,
             sqpoll: opts.sqpoll,
@@ -452,12 +242,12 @@ impl Index {
         &self.pages_path
     }
 
-    /// The search defaults of this index: its profile's (block search and
+    /// The search defaults of this index: its plan's (block search and
     /// the pipeline for starling, the two-stage search for gorgeous) under
     /// the caller's switches, then the beam width and queries in flight
     /// that suit its blocks (`with_io_defaults`).
     pub fn search_defaults(&self, switches: &Switches) -> SearchParams {
-        let profile = SearchParams::for_profile(self.profile);
+        let profile = self.plan.search.defaults();
         SearchParams {
             page_search: switches.page_search.unwrap_or(profile.page_search),
             pipeline: switches.pipeline.unwrap_or(profile.pipeline),
@@ -547,44 +337,24 @@ impl Index {
     /// [`Index::search_batch`] makes that needs no query values, so a caller
     /// can validate all its arguments before any output or work.
     pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
+        self.strategy(params, nq).map(|_| ())
+    }
+
+    /// The strategy `params` run on this index (chosen once a call, the
+    /// only place: `plan::search::choose`), after every check that needs
+    /// no query values.
+    fn strategy(&self, params: &SearchParams, nq: usize) -> Result<Chosen> {
         params.check()?;
-        let chosen = strategy_for(
+        let (search, codes) = (self.plan.search, self.plan.codes);
+        let chosen = choose(search, codes, params, self.metric());
+        crate::plan::search::check(
+            &chosen,
+            search,
+            &*self.layout,
             params,
-            self.metric(),
-            self.record_codes.is_some(),
-            self.layout.clusters().is_some(),
-            self.members.is_some(),
-        );
-        if self.layout.clusters().is_some() && params.radius.is_some() {
-            return Err(Error::argument(
-                format!("search of {} (profile ivf)", self.dir.display()),
-                "a k-NN search (range search is not built for the cluster index)",
-                "a radius",
-            ));
-        }
-        if self.record_codes.is_some() && params.radius.is_some() {
-            return Err(Error::argument(
-                format!("search of {} (profile laser)", self.dir.display()),
-                "a k-NN search (range search needs codes in RAM)",
-                "a radius",
-            ));
-        }
-        let two_stage = matches!(chosen, Chosen::TwoStage(_));
-        if !two_stage && !self.layout.records_hold_vectors() {
-            return Err(Error::argument(
-                format!(
-                    "search of {} (layout {})",
-                    self.dir.display(),
-                    self.layout.name()
-                ),
-                "the two-stage search (--two-stage true; k-NN only): its graph blocks hold no vectors",
-                if params.radius.is_some() {
-                    "a range search"
-                } else {
-                    "the beam search"
-                },
-            ));
-        }
+            &self.dir,
+            &self.manifest.profile,
+        )?;
         if params.k > self.len() {
             return Err(Error::argument(
                 "k",
@@ -592,7 +362,8 @@ impl Index {
                 params.k,
             ));
         }
-        self.check_buffers(params, nq)
+        self.check_buffers(params, nq)?;
+        Ok(chosen)
     }
 
     /// The I/O buffers a search of `nq` queries needs fit those reserved at open.
@@ -619,9 +390,9 @@ impl Index {
         Ok(())
     }
 
-    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<usize> {
+    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<(usize, Chosen)> {
         let dim = self.dim();
-        self.check_search(params, (queries.len() / dim).max(1))?;
+        let chosen = self.strategy(params, (queries.len() / dim).max(1))?;
         if queries.is_empty() || !queries.len().is_multiple_of(dim) {
             return Err(Error::argument(
                 "queries",
@@ -656,7 +427,7 @@ impl Index {
                 ));
             }
         }
-        Ok(queries.len() / dim)
+        Ok((queries.len() / dim, chosen))
     }
 
     /// A reader with at least `slots` buffer slots: a pooled one, or a new one.
@@ -701,7 +472,7 @@ impl Index {
                 dim,
             ));
         }
-        let nq = self.check_queries(queries, params)?;
+        let (nq, chosen) = self.check_queries(queries, params)?;
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
         let slots = read_slots(in_flight, params.beam_width);
@@ -722,15 +493,8 @@ impl Index {
         // Snapshot after the readers exist: opening one may do probe reads.
         let io_before = proc_self_io();
         let t0 = Instant::now();
-        // The one place a strategy is chosen (COMPOSITION.md, example A).
-        let clusters = ctx.layout.clusters().is_some();
-        let (mut out, ends) = match strategy_for(
-            params,
-            ctx.metric,
-            ctx.record_codes.is_some(),
-            clusters,
-            ctx.members.is_some(),
-        ) {
+        // The one dispatch over strategies (COMPOSITION.md, example A).
+        let (mut out, ends) = match chosen {
             Chosen::Beam(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::TwoStage(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::Laser(s) => run_batch(&ctx, &s, readers, &shape),
@@ -782,77 +546,96 @@ impl Index {
     }
 }
 
-/// The strategies a search can run, each a part of its own.
-enum Chosen {
-    Beam(Beam),
-    TwoStage(TwoStage),
-    Laser(Laser),
-    Pipe(Pipe),
-    Ivf(Ivf),
-    IvfPq(IvfPq),
+/// Re-hashes every file of the index against its manifest entry.
+fn verify_checksums(dir: &Path, manifest: &Manifest) -> Result<()> {
+    for (name, entry) in &manifest.files {
+        let got = super::commit::file_entry(&dir.join(name))?;
+        if got.sha256 != entry.sha256 {
+            return Err(Error::index(
+                &dir.join(name),
+                "sha256",
+                &entry.sha256,
+                got.sha256,
+            ));
+        }
+    }
+    Ok(())
 }
 
-/// The strategy `params` ask for.
-fn strategy_for(
-    params: &SearchParams,
-    metric: Metric,
-    record_codes: bool,
-    clusters: bool,
-    members: bool,
-) -> Chosen {
-    // A cluster index is read cluster by cluster: -L is the clusters
-    // probed (paper 002 §6). Built with codes, its probed members are
-    // scored on them and only the best few vectors read (IVF-PQ), unless
-    // the caller asks for every member read (rerank factor 0).
-    if clusters && members && params.rerank_factor > 0.0 {
-        return Chosen::IvfPq(IvfPq {
-            nprobe: params.complexity,
-            rerank: (params.rerank_factor as f64 * params.k as f64).ceil() as usize,
-        });
+/// The pages header (and the layout it makes) describes the index the
+/// manifest does.
+fn check_header(
+    manifest: &Manifest,
+    header: &PagesHeader,
+    layout: &dyn Layout,
+    pages_path: &Path,
+) -> Result<()> {
+    let expect = |field: &str, want: String, got: String| -> Result<()> {
+        match want == got {
+            true => Ok(()),
+            false => Err(Error::index(
+                pages_path,
+                field,
+                format!("{want} (manifest)"),
+                got,
+            )),
+        }
+    };
+    expect("n", manifest.n.to_string(), header.n.to_string())?;
+    expect("dim", manifest.dim.to_string(), header.dim.to_string())?;
+    expect(
+        "dtype",
+        manifest.dtype.as_str().into(),
+        header.dtype.as_str().into(),
+    )?;
+    expect(
+        "page size",
+        manifest.page_size.to_string(),
+        header.page_size.to_string(),
+    )?;
+    expect("layout", manifest.layout.clone(), header.layout.clone())?;
+    expect(
+        "file size",
+        layout.file_bytes().to_string(),
+        manifest.files["pages.bin"].bytes.to_string(),
+    )?;
+    if header.medoid as usize >= manifest.n {
+        return Err(Error::index(
+            pages_path,
+            "medoid",
+            format!("< {}", manifest.n),
+            header.medoid,
+        ));
     }
-    if clusters {
-        return Chosen::Ivf(Ivf {
-            nprobe: params.complexity,
-        });
+    Ok(())
+}
+
+/// What is held, part by part: the sum the budget is enforced on.
+fn memory_report(
+    resident: &Resident,
+    layout: &dyn Layout,
+    codes: usize,
+    members: usize,
+    buffers: usize,
+) -> MemoryReport {
+    let mut memory = MemoryReport::default();
+    memory.add("codes", codes);
+    if members > 0 {
+        memory.add("members", members);
     }
-    // An index whose records carry the codes has none in RAM: only the
-    // laser search can estimate its neighbours.
-    if record_codes {
-        return Chosen::Laser(Laser {
-            complexity: params.complexity,
-            beam_width: params.beam_width,
-            adaptive_beam: params.adaptive_beam,
-            dispatch_ratio: params.dispatch_ratio,
-        });
+    memory.add("cache", resident.cache.resident_bytes());
+    if resident.adjacency.resident_bytes() > 0 {
+        memory.add("adjacency", resident.adjacency.resident_bytes());
     }
-    if params.two_stage && params.radius.is_none() {
-        return Chosen::TwoStage(TwoStage {
-            complexity: params.complexity,
-            beam_width: params.beam_width,
-            refine_ratio: params.refine_ratio,
-            pipelined: params.pipelined,
-        });
+    memory.add("buffers", buffers);
+    if layout.resident_bytes() > 0 {
+        memory.add("map", layout.resident_bytes());
     }
-    if params.pipelined && params.radius.is_none() {
-        return Chosen::Pipe(Pipe {
-            complexity: params.complexity,
-            beam_width: params.beam_width,
-            width: params.width,
-            page_search: params.page_search.then_some(params.prune_ratio),
-        });
+    if resident.entry.resident_bytes() > 0 {
+        memory.add("nav", resident.entry.resident_bytes());
     }
-    Chosen::Beam(Beam {
-        complexity: params.complexity,
-        beam_width: params.beam_width,
-        width: params.width,
-        pipeline: params.pipeline,
-        page_search: params.page_search.then_some(params.prune_ratio),
-        range: params.radius.map(|r| RangeRule {
-            radius: internal_distance(metric, r),
-            phi: params.range_phi,
-            max_window: params.range_max_complexity,
-        }),
-    })
+    memory.plan = resident.grants.clone();
+    memory
 }
 
 fn read_header(reader: &mut dyn BlockReader, path: &Path, page_size: usize) -> Result<PagesHeader> {

@@ -129,8 +129,9 @@ pub fn relayout(
     let mut names = vec!["pages.bin", "map.bin"];
     copy_parts(src, &staging, &manifest, &mut names)?;
     stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
-    manifest.profile = "starling".into();
-    manifest.build.profile = "starling".into();
+    let profile = crate::profile::of_layout(crate::layout::LayoutKind::Blocked).name;
+    manifest.profile = profile.into();
+    manifest.build.profile = profile.into();
     manifest.build.shuffle = params.method;
     manifest.build.shuffle_iterations = params.iterations;
     manifest.build.shuffle_gain = params.gain_threshold;
@@ -281,6 +282,10 @@ pub(super) fn commit(
         files.insert(name.to_string(), file_entry(&staging.dir.join(name))?);
     }
     manifest.files = files;
+    // The plan of the profile the records now follow, as the files the
+    // relayout wrote and kept carry it out.
+    manifest.plan = None;
+    manifest.plan = Some(crate::plan::plan_of(&manifest)?);
     let out = BuildReport {
         n: manifest.n,
         dim: manifest.dim,

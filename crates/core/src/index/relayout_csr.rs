@@ -59,8 +59,9 @@ pub fn relayout_csr(src: &Path, dst: &Path, store: Option<DType>) -> Result<Buil
     let mut names = vec!["pages.bin", csr::OFFSETS_FILE];
     copy_parts(src, &staging, &manifest, &mut names)?;
     stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
-    manifest.profile = "tiered".into();
-    manifest.build.profile = "tiered".into();
+    let profile = crate::profile::of_layout(LayoutKind::Csr).name;
+    manifest.profile = profile.into();
+    manifest.build.profile = profile.into();
     manifest.build.layout = Some(LayoutKind::Csr);
     if dtype != coupled.dtype {
         manifest.dtype = dtype;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use serde::Serialize;
 
 /// A part of an open index the planner may keep in RAM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Part {
     /// Compressed vectors and codebooks (every search estimates from them).

@@ -268,14 +268,7 @@ impl SearchParams {
 
     /// The search defaults of a profile (`profile::PROFILES`).
     pub fn for_profile(profile: &crate::profile::Profile) -> Self {
-        SearchParams {
-            page_search: profile.page_search,
-            pipeline: profile.pipeline,
-            two_stage: profile.two_stage,
-            pipelined: profile.pipelined,
-            width: profile.width,
-            ..Default::default()
-        }
+        profile.search.defaults()
     }
 
     /// Reads per hop and queries in flight for this search over blocks of

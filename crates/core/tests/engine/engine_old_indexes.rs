@@ -115,6 +115,14 @@ fn every_profile_builds_the_same_bytes_as_before_the_plan() {
             assert_eq!(new.files.get(file), Some(entry), "{name}: {file} differs");
         }
         assert_eq!(old.build, new.build, "{name}: build parameters");
+        // What the open works out for the old index is what today's build
+        // records.
+        assert!(old.plan.is_none(), "{name}: a v2 manifest has no plan");
+        assert_eq!(
+            stratavec::plan::plan_of(&old).unwrap(),
+            new.plan.clone().unwrap(),
+            "{name}: plan"
+        );
         assert_eq!(
             (&old.profile, &old.layout, &old.quantizer, old.medoid),
             (&new.profile, &new.layout, &new.quantizer, new.medoid),

@@ -1,0 +1,104 @@
+//! The codes stage (the plan's codes part): PQ trained and every vector
+//! encoded, after the graph (the memory planner may size them by the graph
+//! they must leave room for); or, for records that carry their neighbours'
+//! codes, the RaBitQ rotation and every vector's code (AlayaLaser §3.2–3.3,
+//! nothing per vector in RAM).
+
+use super::{stopped_at, Build};
+use crate::error::Result;
+use crate::plan::codes::PQ_FILE;
+use crate::plan::CodesPart;
+use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
+use crate::quant::pq_file;
+use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
+use std::time::Instant;
+
+/// What the codes stage made.
+pub(super) enum Codes {
+    /// The codebook as trained (what codes.bin holds) and the quantizer
+    /// (centroids transposed) that ranks by it.
+    Pq(PqCodebook, PqQuantizer),
+    /// The record codes' model and each vector's codes and factors.
+    Records(RecordCodes, Vec<u8>, Vec<[f32; 3]>),
+    None,
+}
+
+impl Codes {
+    /// The PQ codes, where the plan has them (the shuffle's placement and
+    /// the cache ranks estimate with them).
+    pub fn pq(&self) -> Option<&PqQuantizer> {
+        match self {
+            Codes::Pq(_, q) => Some(q),
+            _ => None,
+        }
+    }
+}
+
+pub(super) fn train(b: &mut Build) -> Result<Codes> {
+    match b.plan.codes {
+        CodesPart::Pq | CodesPart::IvfPq => train_pq(b),
+        CodesPart::Records => train_records(b),
+        CodesPart::None => Ok(Codes::None),
+    }
+}
+
+fn train_pq(b: &mut Build) -> Result<Codes> {
+    b.checkpoint("pq")?;
+    let t = Instant::now();
+    b.progress.stage("train PQ", 0);
+    let p = &b.params;
+    let pq_params = PqTrainParams {
+        m: p.pq_bytes,
+        sample: p.pq_sample,
+        iters: p.pq_iters,
+        seed: p.seed,
+    };
+    let (data, dim, progress) = (b.data, b.dim, b.progress);
+    let stop = || progress.cancelled();
+    let trained = b.pool.install(|| {
+        let cb = PqCodebook::train_until(data, dim, &pq_params, &stop)?;
+        let codes = cb.encode_all_until(data, &stop)?;
+        Some((cb, codes))
+    });
+    let (codebook, codes) = trained.ok_or_else(|| stopped_at(b.dir))?;
+    b.progress.finish();
+    b.stage("pq", t, 0.0);
+    let metric = b.params.metric;
+    Ok(Codes::Pq(
+        codebook.clone(),
+        PqQuantizer::new(codebook, codes, metric),
+    ))
+}
+
+fn train_records(b: &mut Build) -> Result<Codes> {
+    let code_dim = b.params.code_dim.expect("fitted");
+    b.checkpoint("codes")?;
+    let t = Instant::now();
+    b.progress.stage("train record codes", 0);
+    let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
+    let rc = b
+        .pool
+        .install(|| RecordCodes::train(data, dim, code_dim, metric, seed));
+    let (codes, factors) = b.pool.install(|| rc.encode_all(data, dim));
+    b.progress.finish();
+    b.nested += b.stage("codes", t, 0.0);
+    Ok(Codes::Records(rc, codes, factors))
+}
+
+/// The record codes' model (`rabitq.bin`), where the plan has them.
+pub(super) fn write_records(b: &mut Build, codes: &Codes) -> Result<()> {
+    match codes {
+        Codes::Records(rc, _, _) => b.write_file(RECORD_CODES_FILE, |w| rc.write(w)),
+        _ => Ok(()),
+    }
+}
+
+/// The PQ codebook and codes (`codes.bin`), where the plan has them.
+pub(super) fn write_pq(b: &mut Build, codes: &Codes) -> Result<()> {
+    match codes {
+        Codes::Pq(codebook, pq) => {
+            b.write_file(PQ_FILE, |w| pq_file::write(w, codebook, &pq.codes))
+        }
+        _ => Ok(()),
+    }
+}

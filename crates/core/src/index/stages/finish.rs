@@ -1,0 +1,79 @@
+//! The last stage: the caller's ids, the checksums, the manifest (written
+//! last: its presence marks a complete index, with the plan as built) and
+//! the commit of the staging directory.
+
+use super::{stopped_at, Build};
+use crate::error::FileContext;
+use crate::error::Result;
+use crate::graph::{BuildStats, Graph};
+use crate::index::build::{peak_rss_bytes, write_report, BuildReport};
+use crate::index::commit::file_entry_until;
+use crate::index::ids::{self, IDS_FILE};
+use crate::index::interrupt::unless_cancelled;
+use crate::index::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
+use crate::plan::CodesPart;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+pub(super) fn write_ids(b: &mut Build) -> Result<()> {
+    match b.ids {
+        Some(list) => b.write_file(IDS_FILE, |w| ids::write(w, list)),
+        None => Ok(()),
+    }
+}
+
+/// Checksums every file, writes the manifest and the report, and commits.
+pub(super) fn commit(
+    mut b: Build,
+    layout: &'static str,
+    graph: &Graph,
+    stats: &BuildStats,
+    t_all: Instant,
+) -> Result<BuildReport> {
+    b.checkpoint("checksum")?;
+    let t = Instant::now();
+    let progress = b.progress;
+    let stop = || progress.cancelled();
+    let mut files = BTreeMap::new();
+    for name in ["pages.bin"].into_iter().chain(b.files.iter().copied()) {
+        let entry = file_entry_until(&b.staging.dir.join(name), &stop)?;
+        files.insert(name.to_string(), entry.ok_or_else(|| stopped_at(b.dir))?);
+    }
+    b.report.index_bytes = files.values().map(|f| f.bytes).sum();
+    let p = &b.params;
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        build_revision: BUILD_REVISION,
+        profile: p.profile.clone(),
+        dtype: b.dtype,
+        dim: b.dim,
+        n: b.n,
+        metric: p.metric,
+        build: p.clone(),
+        layout: layout.into(),
+        page_size: p.page_size,
+        quantizer: match b.plan.codes {
+            CodesPart::Records => format!("rabitq{} (in records)", p.code_dim.unwrap_or(0)),
+            _ => format!("pq{}", p.pq_bytes),
+        },
+        medoid: graph.medoid,
+        graph_mean_degree: stats.mean_degree,
+        files,
+        plan: Some(b.plan.clone()),
+        chosen: b.chosen.clone(),
+    };
+    let mpath = b.staging.dir.join(MANIFEST);
+    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    b.stage("checksum", t, 0.0);
+    let r = &mut b.report;
+    r.graph_mean_degree = stats.mean_degree;
+    r.duplicate_links = stats.duplicate_links;
+    r.peak_rss_bytes = peak_rss_bytes();
+    r.total_s = t_all.elapsed().as_secs_f64();
+    write_report(&b.staging.dir, &b.report)?;
+    // The last moment to stop: from here on the index is complete and the
+    // commit is two renames.
+    unless_cancelled(b.progress, b.dir, Ok(()))?;
+    b.staging.commit()?;
+    Ok(b.report)
+}
