@@ -205,7 +205,8 @@ impl Index {
         )?;
         let header = read_header(&mut *header_reader, &pages_path, page_size)?;
         // (reopened below if the layout's reads are wider than a page)
-        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, |name| {
+        let want = crate::layout::header::Expected::from_manifest(&manifest);
+        let layout = crate::layout::kind::from_header(&header, &pages_path, &want, |name| {
             check_file_size(&manifest, &dir, name)
         })?;
         let expect = |field: &str, want: String, got: String| -> Result<()> {
