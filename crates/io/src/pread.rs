@@ -40,7 +40,7 @@ impl PreadReader {
         let file_size = file_size(&file, &path)?;
         let alignment = if direct { DIRECT_ALIGN } else { 1 };
         let table = SlotTable::new(path, slots, slot_bytes, alignment)?;
-        let buf = AlignedBuf::new(slots * slot_bytes, DIRECT_ALIGN);
+        let buf = AlignedBuf::slots(table.path(), slots, slot_bytes, DIRECT_ALIGN)?;
         Ok(PreadReader {
             file,
             table,

@@ -152,7 +152,7 @@ impl UringReader {
                 if sqpoll { ", SQPOLL" } else { "" }
             ),
         })?;
-        let mut buf = AlignedBuf::new(slots * slot_bytes, DIRECT_ALIGN);
+        let mut buf = AlignedBuf::slots(table.path(), slots, slot_bytes, DIRECT_ALIGN)?;
 
         let mut registration_error = None;
         let mut registered = false;

@@ -45,6 +45,8 @@ const MAGIC: &[u8; 8] = b"STRVENT1";
 type Scratch = (Vec<(f32, f32)>, Vec<f32>);
 
 /// The file's name in an index directory.
+/// The largest finite f16: entries are held in f16.
+const F16_MAX: f32 = 65504.0;
 pub const ENTRY_FILE: &str = "entry.bin";
 
 pub struct ClusterEntries {
@@ -319,8 +321,10 @@ impl ClusterEntries {
         if k == 0 || k > n {
             return Err(bad("entries", format!("1..={n}"), k.to_string()));
         }
-        let want = 20 + 4 * k + 4 * k * dim;
-        if b.len() != want {
+        // In u128: `k <= n` and `dim` is the index's, but a size must not
+        // wrap whatever they are.
+        let want = 20 + 4 * k as u128 + 4 * k as u128 * dim as u128;
+        if b.len() as u128 != want {
             return Err(bad(
                 "size",
                 format!("{want} bytes"),
@@ -335,6 +339,15 @@ impl ClusterEntries {
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        // Held as f16 and an i8 shortlist, which need finite values: an
+        // entry is a vector of the data, which the build refuses otherwise.
+        if let Some(i) = vectors.iter().position(|v| v.is_nan() || v.abs() > F16_MAX) {
+            return Err(bad(
+                &format!("entry {}, component {}", i / dim, i % dim),
+                format!("a finite value within the f16 range (|x| <= {F16_MAX})"),
+                vectors[i].to_string(),
+            ));
+        }
         Ok(ClusterEntries::from_f32(
             dim,
             metric,

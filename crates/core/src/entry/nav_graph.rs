@@ -163,9 +163,14 @@ impl NavGraph {
                 format!("{m} / {medoid}"),
             ));
         }
+        // A search's list is at least `entries` long (`starts_counted`):
+        // held to the sample size, which a list of that size already holds
+        // whole, so a damaged count cannot size a huge list (the same
+        // results for every count an index was built with).
+        let entries = entries.clamp(1, m);
         let mut o = 28;
         let need = |o: usize, k: usize| {
-            if o + k > b.len() {
+            if o as u128 + k as u128 > b.len() as u128 {
                 Err(Error::index(
                     path,
                     "size",
@@ -176,7 +181,7 @@ impl NavGraph {
                 Ok(())
             }
         };
-        need(o, 4 * m + 4 * m * dim)?;
+        need(o, 4usize.saturating_mul(m).saturating_mul(dim + 1))?;
         let ids: Vec<u32> = (0..m).map(|i| u32_at(o + 4 * i)).collect();
         if let Some(&bad_id) = ids.iter().find(|&&i| i as usize >= n) {
             return Err(bad("sample id", format!("< {n}"), bad_id.to_string()));
@@ -192,7 +197,7 @@ impl NavGraph {
             need(o, 4)?;
             let deg = u32_at(o) as usize;
             o += 4;
-            need(o, 4 * deg)?;
+            need(o, 4usize.saturating_mul(deg))?;
             let l: Vec<u32> = (0..deg).map(|i| u32_at(o + 4 * i)).collect();
             if let Some(&v) = l.iter().find(|&&v| v as usize >= m) {
                 return Err(bad(
@@ -214,7 +219,7 @@ impl NavGraph {
             vectors,
             lists,
             medoid,
-            entries: entries.max(1),
+            entries,
         })
     }
 

@@ -16,7 +16,8 @@ pub fn read_graph(dir: &Path) -> Result<(CoupledLayout, u32, Vec<Vec<u32>>)> {
     f.read_exact(&mut first).at("read", &path)?;
     let header = PagesHeader::decode(&first)
         .map_err(|e| Error::index(&path, "header", "a stratavec pages header", e))?;
-    let layout = CoupledLayout::from_header(&header);
+    let layout = CoupledLayout::from_header(&header)
+        .map_err(|e| Error::index(&path, "header", "a coupled layout", e))?;
     let page = layout.page_size;
     // The header page may be larger than the 4 KiB already read.
     let mut rest = vec![0u8; page.saturating_sub(4096)];

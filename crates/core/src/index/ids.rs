@@ -56,8 +56,9 @@ impl IdMap {
                 stored,
             ));
         }
-        let want = HEADER + 8 * n;
-        if map.len() != want {
+        // In u128: no `n` makes the size wrap.
+        let want = HEADER as u128 + 8 * n as u128;
+        if map.len() as u128 != want {
             return Err(Error::index(
                 path,
                 "size",

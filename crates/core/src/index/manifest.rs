@@ -81,6 +81,29 @@ pub fn check_version(path: &Path, value: &serde_json::Value, supported: u32) -> 
     }
 }
 
+/// Refuses a manifest (read from `path`) whose page size, dimension or
+/// vector count no index can have, before anything sizes a buffer from
+/// them: a page size near 4 GiB would size 64 reader slots of it at open.
+/// The same ranges the pages header is held to (`layout::header`).
+pub fn check_sizes(path: &Path, m: &Manifest) -> Result<()> {
+    use crate::layout::header::{self, MAX_DIM, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+    if !header::page_size_ok(m.page_size) {
+        return Err(Error::index(
+            path,
+            "page_size",
+            format!("a power of two in {MIN_PAGE_SIZE}..={MAX_PAGE_SIZE}"),
+            m.page_size,
+        ));
+    }
+    if !header::n_ok(m.n as u64) {
+        return Err(Error::index(path, "n", "1..4294967295", m.n));
+    }
+    if !header::dim_ok(m.dim) {
+        return Err(Error::index(path, "dim", format!("1..={MAX_DIM}"), m.dim));
+    }
+    Ok(())
+}
+
 impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest> {
         if !dir.is_dir() {
@@ -116,11 +139,88 @@ impl Manifest {
                 ));
             }
         }
-        serde_json::from_value(value)
-            .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))
+        let m: Manifest = serde_json::from_value(value)
+            .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))?;
+        check_sizes(&path, &m)?;
+        Ok(m)
     }
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("manifest serialises") + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest whose sizes no index has is refused naming manifest.json,
+    /// the field and both values, before anything sizes a buffer from it.
+    #[test]
+    fn read_refuses_sizes_no_index_has() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = Manifest {
+            format_version: FORMAT_VERSION,
+            build_revision: BUILD_REVISION,
+            profile: "diskann".into(),
+            dtype: DType::F32,
+            dim: 8,
+            n: 100,
+            metric: Metric::L2,
+            build: Default::default(),
+            layout: "coupled".into(),
+            page_size: 4096,
+            quantizer: "pq".into(),
+            medoid: 0,
+            graph_mean_degree: 4.0,
+            plan: None,
+            files: BTreeMap::new(),
+            chosen: BTreeMap::new(),
+        };
+        let read_with = |m: &Manifest| {
+            std::fs::write(dir.path().join(MANIFEST), m.to_json()).unwrap();
+            Manifest::read(dir.path()).map_err(|e| e.to_string())
+        };
+        assert_eq!(read_with(&good).unwrap(), good);
+        for (m, want) in [
+            (
+                Manifest {
+                    page_size: 4_294_963_200,
+                    ..good.clone()
+                },
+                "page_size: expected a power of two in 4096..=16384, found 4294963200",
+            ),
+            (
+                Manifest {
+                    page_size: 0,
+                    ..good.clone()
+                },
+                "page_size",
+            ),
+            (
+                Manifest {
+                    n: 0,
+                    ..good.clone()
+                },
+                "n: expected 1..4294967295, found 0",
+            ),
+            (
+                Manifest {
+                    n: usize::MAX,
+                    ..good.clone()
+                },
+                "n:",
+            ),
+            (
+                Manifest {
+                    dim: 0,
+                    ..good.clone()
+                },
+                "dim: expected 1..=1048576, found 0",
+            ),
+        ] {
+            let e = read_with(&m).unwrap_err();
+            assert!(e.contains("manifest.json") && e.contains(want), "{e}");
+        }
     }
 }

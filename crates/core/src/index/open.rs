@@ -144,7 +144,7 @@ impl Index {
         if opts.verify_checksums {
             verify_checksums(&dir, &manifest)?;
         }
-        let plan = crate::plan::plan_of(&manifest)?;
+        let plan = crate::plan::plan_of(&dir, &manifest)?;
         let profile = crate::profile::get(&manifest.profile).map_err(|_| {
             Error::index(
                 &dir.join(super::manifest::MANIFEST),
@@ -169,10 +169,10 @@ impl Index {
         };
         let mut header_reader = reader_for(manifest.page_size.max(4096))?;
         let header = read_header(&mut *header_reader, &pages_path, manifest.page_size)?;
-        let layout = crate::layout::kind::from_header(&header, &pages_path, manifest.n, |name| {
-            files.path(name)
-        })?;
-        check_header(&manifest, &header, &*layout, &pages_path)?;
+        // Checked against the manifest before any layout is built from it.
+        let want = crate::layout::header::Expected::from_manifest(&manifest);
+        let layout =
+            crate::layout::kind::from_header(&header, &pages_path, &want, |name| files.path(name))?;
 
         let codes = plan.codes.open(&files, &*layout)?;
         let (codes_bytes, members_bytes) = codes.resident_bytes();
@@ -562,54 +562,6 @@ fn verify_checksums(dir: &Path, manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// The pages header (and the layout it makes) describes the index the
-/// manifest does.
-fn check_header(
-    manifest: &Manifest,
-    header: &PagesHeader,
-    layout: &dyn Layout,
-    pages_path: &Path,
-) -> Result<()> {
-    let expect = |field: &str, want: String, got: String| -> Result<()> {
-        match want == got {
-            true => Ok(()),
-            false => Err(Error::index(
-                pages_path,
-                field,
-                format!("{want} (manifest)"),
-                got,
-            )),
-        }
-    };
-    expect("n", manifest.n.to_string(), header.n.to_string())?;
-    expect("dim", manifest.dim.to_string(), header.dim.to_string())?;
-    expect(
-        "dtype",
-        manifest.dtype.as_str().into(),
-        header.dtype.as_str().into(),
-    )?;
-    expect(
-        "page size",
-        manifest.page_size.to_string(),
-        header.page_size.to_string(),
-    )?;
-    expect("layout", manifest.layout.clone(), header.layout.clone())?;
-    expect(
-        "file size",
-        layout.file_bytes().to_string(),
-        manifest.files["pages.bin"].bytes.to_string(),
-    )?;
-    if header.medoid as usize >= manifest.n {
-        return Err(Error::index(
-            pages_path,
-            "medoid",
-            format!("< {}", manifest.n),
-            header.medoid,
-        ));
-    }
-    Ok(())
-}
-
 /// What is held, part by part: the sum the budget is enforced on.
 fn memory_report(
     resident: &Resident,
@@ -648,7 +600,9 @@ fn read_header(reader: &mut dyn BlockReader, path: &Path, page_size: usize) -> R
     reader.submit()?;
     let mut done = Vec::new();
     reader.reap(1, &mut done)?;
-    let c = done.pop().expect("one completion");
+    let c = done
+        .pop()
+        .ok_or_else(|| Error::index(path, "header read", "one completion", "none"))?;
     let n = c.result?;
     if (n as usize) < page_size {
         return Err(Error::index(

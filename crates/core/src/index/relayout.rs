@@ -285,7 +285,7 @@ pub(super) fn commit(
     // The plan of the profile the records now follow, as the files the
     // relayout wrote and kept carry it out.
     manifest.plan = None;
-    manifest.plan = Some(crate::plan::plan_of(&manifest)?);
+    manifest.plan = Some(crate::plan::plan_of(&staging.dir, &manifest)?);
     let out = BuildReport {
         n: manifest.n,
         dim: manifest.dim,

@@ -63,14 +63,35 @@ impl CoupledLayout {
         }
     }
 
-    pub fn from_header(h: &PagesHeader) -> Self {
-        Self::new(
+    /// The layout a pages header describes (whose ranges
+    /// `PagesHeader::decode` checked); an error when its page count is not
+    /// this layout's, so no span reaches past the pages the file has.
+    pub fn from_header(h: &PagesHeader) -> Result<Self, String> {
+        let l = Self::new(
             h.page_size as usize,
             h.n as usize,
             h.dim as usize,
             h.dtype,
             h.max_degree as usize,
-        )
+        );
+        l.check_pages(h.pages)?;
+        Ok(l)
+    }
+
+    /// `pages` (a header's count) is the header page and this layout's
+    /// data pages.
+    pub fn check_pages(&self, pages: u64) -> Result<(), String> {
+        let want = 1 + self.data_pages() as u64;
+        match pages == want {
+            true => Ok(()),
+            false => Err(format!(
+                "page count: expected {want} (a header page and {} records in {} \
+                 pages of {} bytes), found {pages}",
+                self.n,
+                self.data_pages(),
+                self.page_size
+            )),
+        }
     }
 
     /// Data pages (excluding the header page).
@@ -237,7 +258,7 @@ mod tests {
             l.write(&mut file, 0, &lists, &vb).unwrap();
             prop_assert_eq!(file.len() as u64, l.file_bytes());
             let h = PagesHeader::decode(&file[..page]).unwrap();
-            prop_assert_eq!(CoupledLayout::from_header(&h), l.clone());
+            prop_assert_eq!(CoupledLayout::from_header(&h).unwrap(), l.clone());
             let mut expect = vec![0u8; dim * dtype.size()];
             for id in 0..n as u32 {
                 let sp = l.span_of(id);

@@ -123,8 +123,9 @@ impl CsrLayout {
         if fn_ != n {
             return Err(bad("n".into(), format!("{n} (pages.bin)"), fn_.to_string()));
         }
-        let want = HEADER + 8 * (n + 1);
-        if bytes.len() != want {
+        // In u128: no header count makes the size wrap.
+        let want = HEADER as u128 + 8 * (n as u128 + 1);
+        if bytes.len() as u128 != want {
             return Err(bad(
                 "file size".into(),
                 want.to_string(),
@@ -158,7 +159,7 @@ impl CsrLayout {
             if w[1] < w[0] || len < lo || len > hi {
                 return Err(bad(
                     format!("length of record {id}"),
-                    format!("{lo}..={hi} bytes"),
+                    format!("{lo}..={hi} bytes (degree 0..={max_degree}, pages.bin's header)"),
                     format!("{} (offsets {} .. {})", len as i64, w[0], w[1]),
                 ));
             }

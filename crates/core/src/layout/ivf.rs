@@ -221,8 +221,10 @@ impl IvfLayout {
                 dim.to_string(),
             ));
         }
-        let want = 24 + 4 * k * dim + 20 * k + 4 * n;
-        if bytes.len() != want || k == 0 {
+        // In u128: a damaged k must not wrap the size it implies (n and dim
+        // are the header's, checked against the manifest).
+        let want = 24 + 4 * k as u128 * dim as u128 + 20 * k as u128 + 4 * n as u128;
+        if bytes.len() as u128 != want || k == 0 {
             return Err(bad(
                 "file size",
                 format!("{want} bytes (k = {k} >= 1)"),

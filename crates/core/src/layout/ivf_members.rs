@@ -94,8 +94,9 @@ impl ClusterMembers {
         if fn_ != n {
             return Err(bad("n", format!("{n} (manifest)"), fn_.to_string()));
         }
-        let want = 28u64 + 8 * (k as u64 + 1) + 4 * total as u64;
-        if bytes.len() as u64 != want {
+        // In u128: a damaged membership count must not wrap the size.
+        let want = 28 + 8 * (k as u128 + 1) + 4 * total as u128;
+        if bytes.len() as u128 != want {
             return Err(bad(
                 "file size",
                 format!("{want} bytes ({k} clusters, {total} memberships)"),

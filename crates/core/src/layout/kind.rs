@@ -1,6 +1,7 @@
 //! The layouts an index can be written in, by name, and the one place a
 //! pages file's header is turned into the layout that reads it.
 
+use super::header::Expected;
 use super::{
     csr, ivf, position_map, BlockedLayout, CoupledLayout, CsrLayout, IvfLayout, LaserLayout,
     Layout, PagesHeader, ReplicatedLayout, SeparatedLayout,
@@ -69,24 +70,30 @@ impl std::str::FromStr for LayoutKind {
     }
 }
 
-/// The layout `header` describes. `file(name)` is the path of another file
-/// of the index, checked against the manifest: the blocked layout's id →
-/// block map (`map.bin`), the CSR layout's offsets; read only for those.
+/// The layout `header` describes, once it agrees with what the manifest
+/// says the pages file holds (`want`): nothing is sized from the header
+/// before that. `file(name)` is the path of another file of the index,
+/// checked against the manifest: the blocked layout's id → block map
+/// (`map.bin`), the CSR layout's offsets, the IVF layout's clusters; read
+/// only for those.
 pub fn from_header(
     header: &PagesHeader,
     pages_path: &Path,
-    n: usize,
+    want: &Expected,
     file: impl FnOnce(&str) -> Result<std::path::PathBuf>,
 ) -> Result<Box<dyn Layout>> {
     let kind: LayoutKind = header
         .layout
         .parse()
         .map_err(|e: String| Error::index(pages_path, "layout", "a known layout", e))?;
-    Ok(match kind {
-        LayoutKind::Coupled => Box::new(CoupledLayout::from_header(header)),
+    header.check(pages_path, want)?;
+    let bad = |e: String| Error::index(pages_path, "header", format!("a {kind} layout"), e);
+    let layout: Box<dyn Layout> = match kind {
+        LayoutKind::Coupled => Box::new(CoupledLayout::from_header(header).map_err(bad)?),
         LayoutKind::Blocked => {
-            let blocks = header.pages.saturating_sub(1) as usize;
-            let block_of = position_map::read(&file("map.bin")?, n, blocks)?;
+            // `check` tied the page count to the file's size.
+            let blocks = (header.pages - 1) as usize;
+            let block_of = position_map::read(&file("map.bin")?, want.n, blocks)?;
             Box::new(BlockedLayout::new(
                 header.page_size as usize,
                 header.dim as usize,
@@ -96,19 +103,32 @@ pub fn from_header(
                 blocks,
             ))
         }
-        LayoutKind::Replicated => Box::new(
-            ReplicatedLayout::from_header(header)
-                .map_err(|e| Error::index(pages_path, "header", "a replicated layout", e))?,
-        ),
-        LayoutKind::Separated => Box::new(
-            SeparatedLayout::from_header(header)
-                .map_err(|e| Error::index(pages_path, "header", "a separated layout", e))?,
-        ),
-        LayoutKind::Laser => Box::new(
-            LaserLayout::from_header(header)
-                .map_err(|e| Error::index(pages_path, "header", "a laser layout", e))?,
-        ),
+        LayoutKind::Replicated => {
+            Box::new(ReplicatedLayout::from_header(header).map_err(|e| bad(e.to_string()))?)
+        }
+        LayoutKind::Separated => {
+            Box::new(SeparatedLayout::from_header(header).map_err(|e| bad(e.to_string()))?)
+        }
+        LayoutKind::Laser => Box::new(LaserLayout::from_header(header).map_err(bad)?),
         LayoutKind::Csr => Box::new(CsrLayout::open(header, &file(csr::OFFSETS_FILE)?)?),
         LayoutKind::Ivf => Box::new(IvfLayout::open(header, &file(ivf::CLUSTERS_FILE)?)?),
-    })
+    };
+    if layout.file_bytes() != want.file_bytes {
+        // The CSR and IVF layouts' sizes come from their other file too.
+        let from = match kind {
+            LayoutKind::Csr => format!("the header and {}", csr::OFFSETS_FILE),
+            LayoutKind::Ivf => format!("the header and {}", ivf::CLUSTERS_FILE),
+            _ => "the header".into(),
+        };
+        return Err(Error::index(
+            pages_path,
+            "file size",
+            format!(
+                "{} bytes (the {kind} layout of {from})",
+                layout.file_bytes()
+            ),
+            format!("{} bytes (manifest)", want.file_bytes),
+        ));
+    }
+    Ok(layout)
 }

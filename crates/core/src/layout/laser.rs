@@ -75,15 +75,19 @@ impl LaserLayout {
         })
     }
 
+    /// The layout a pages header describes; an error when its code
+    /// dimension or page count is not this layout's.
     pub fn from_header(h: &PagesHeader) -> Result<Self, String> {
-        Self::new(
+        let l = Self::new(
             h.page_size as usize,
             h.n as usize,
             h.dim as usize,
             h.dtype,
             h.max_degree as usize,
             h.record_extra as usize,
-        )
+        )?;
+        l.inner.check_pages(h.pages)?;
+        Ok(l)
     }
 
     /// Bytes of one record with `max_degree` neighbours.

@@ -46,8 +46,10 @@ pub fn read(path: &Path, n: usize, blocks: usize) -> Result<Vec<u32>> {
             fblocks,
         ));
     }
-    if bytes.len() != HEADER + 4 * n {
-        return Err(Error::index(path, "file size", HEADER + 4 * n, bytes.len()));
+    // In u128: `n` is the caller's, but a size must not wrap.
+    let want = HEADER as u128 + 4 * n as u128;
+    if bytes.len() as u128 != want {
+        return Err(Error::index(path, "file size", want, bytes.len()));
     }
     let mut used = vec![false; blocks];
     let mut block_of = Vec::with_capacity(n);

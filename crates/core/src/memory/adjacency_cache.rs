@@ -97,12 +97,15 @@ fn read_head(path: &Path) -> Result<Head> {
     if bits != id_bits(n) {
         return Err(Error::index(path, "id bits", id_bits(n), bits));
     }
-    let len = std::fs::metadata(path).at("stat", path)?.len() as usize;
-    if len < HEADER + 4 * n + 8 * (n + 1) {
+    let len = std::fs::metadata(path).at("stat", path)?.len();
+    // In u128, so a damaged n cannot wrap past the check and size the
+    // buffers below: they stay within the file's real size.
+    let lists_at = HEADER as u128 + 12 * n as u128 + 8;
+    if u128::from(len) < lists_at {
         return Err(Error::index(
             path,
             "size",
-            format!("at least {} bytes for {n} nodes", HEADER + 12 * n + 8),
+            format!("at least {lists_at} bytes for {n} nodes"),
             len,
         ));
     }
@@ -118,17 +121,26 @@ fn read_head(path: &Path) -> Result<Head> {
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
         .collect();
-    let lists_at = HEADER + 12 * n + 8;
+    // Each list at least its degree field (an empty list's 2 bytes).
+    let least = packed_len(0, 0, bits) as u64;
     if offsets[0] != 0
-        || offsets.windows(2).any(|w| w[1] < w[0])
-        || lists_at as u64 + offsets[n] != len as u64
+        || offsets
+            .windows(2)
+            .any(|w| w[1] < w[0].saturating_add(least))
+        || lists_at + u128::from(offsets[n]) != u128::from(len)
     {
         return Err(Error::index(
             path,
             "list offsets",
-            format!("increasing from 0 to the {} bytes of lists", len - lists_at),
+            format!(
+                "increasing by at least {least} from 0 to the {} bytes of lists",
+                u128::from(len) - lists_at
+            ),
             "other values (corrupt file)",
         ));
+    }
+    if let Some(&id) = rank.iter().find(|&&id| id as usize >= n) {
+        return Err(Error::index(path, "rank order", format!("ids < {n}"), id));
     }
     Ok((n, bits, rank, offsets))
 }
@@ -292,5 +304,40 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("graph.bin") && e.contains("list offsets"), "{e}");
+    }
+
+    /// A count that would wrap the size, an empty list (no degree to read)
+    /// and offsets past the end are refused naming graph.bin.
+    #[test]
+    fn damaged_counts_and_offsets_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GRAPH_FILE);
+        let lists = vec![vec![1u32], vec![0], vec![]];
+        let mut good = Vec::new();
+        write(&mut good, &[2, 0, 1], &lists).unwrap();
+        let err = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let e = AdjacencyCache::load(&path, 3, 1 << 20)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("graph.bin"), "{e}");
+            e
+        };
+        let mut huge = good.clone();
+        let n = 1u64 << 62;
+        huge[8..16].copy_from_slice(&n.to_le_bytes());
+        huge[16..20].copy_from_slice(&id_bits(n as usize).to_le_bytes());
+        assert!(err(&huge).contains("size"));
+        // Offsets 0, 2, 2, ...: the second list has no degree field.
+        let offsets_at = HEADER + 4 * 3;
+        let mut empty = good.clone();
+        empty[offsets_at + 16..offsets_at + 24].copy_from_slice(&2u64.to_le_bytes());
+        assert!(err(&empty).contains("list offsets"));
+        let mut past = good.clone();
+        past[offsets_at + 24..offsets_at + 32].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(err(&past).contains("list offsets"));
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(AdjacencyCache::load(&path, 3, 1 << 20).unwrap().len(), 3);
     }
 }

@@ -27,9 +27,9 @@ pub fn read(path: &Path, n: usize) -> Result<Vec<u32>> {
     if b.len() < 16 || &b[..8] != MAGIC {
         return Err(Error::index(path, "magic", "STRVORD1", "other bytes"));
     }
-    let count = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")) as usize;
-    let want = 16 + 4 * count;
-    if count > n || b.len() != want {
+    let count = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+    // In u128: a damaged count must not wrap the size it implies.
+    if count > n as u64 || b.len() as u128 != 16 + 4 * count as u128 {
         return Err(Error::index(
             path,
             "size",
@@ -41,7 +41,7 @@ pub fn read(path: &Path, n: usize) -> Result<Vec<u32>> {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    let mut seen = crate::util::visited::VisitedSet::for_ids_below(n, count);
+    let mut seen = crate::util::visited::VisitedSet::for_ids_below(n, count as usize);
     for &id in &order {
         if id as usize >= n || !seen.insert(id) {
             return Err(Error::index(
@@ -95,6 +95,21 @@ mod tests {
         let e = read(&p, 4).err().unwrap().to_string();
         assert!(
             e.contains("distinct ids below 4") && e.contains("found 1"),
+            "{e}"
+        );
+    }
+
+    /// A count whose size would wrap is refused, not multiplied.
+    #[test]
+    fn a_count_past_n_is_refused_before_its_size_is_computed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(ORDER_FILE);
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend((1u64 << 62).to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        let e = read(&p, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("order.bin") && e.contains("count 4611686018427387904"),
             "{e}"
         );
     }

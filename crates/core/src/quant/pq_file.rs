@@ -54,8 +54,10 @@ pub fn read(path: &Path, n: usize, dim: usize) -> Result<(PqCodebook, Vec<u8>)> 
         return Err(bad("m", &format!("1..={dim}"), &m));
     }
     let floats = dim + KSUB * dim;
-    let expected = 24 + 4 * (m + 1) + 4 * floats + n * m;
-    if bytes.len() != expected {
+    // In u128: `n` and `m` are checked against the index, but a size must
+    // not wrap whatever they are.
+    let expected = 24 + 4 * (m as u128 + 1) + 4 * floats as u128 + n as u128 * m as u128;
+    if bytes.len() as u128 != expected {
         return Err(bad("file size", &expected, &bytes.len()));
     }
     let offsets: Vec<usize> = (0..=m).map(|j| u32_at(24 + 4 * j)).collect();

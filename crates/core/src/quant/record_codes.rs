@@ -127,12 +127,40 @@ impl RecordCodes {
                 format!("{} bytes", r.len()),
             ));
         }
+        check_values(path, &pca, &rabitq)?;
         Ok(RecordCodes {
             pca,
             rabitq,
             metric,
         })
     }
+}
+
+/// The scorer multiplies the rotation by the principal components and
+/// holds the product in i8, which needs finite values: both are orthonormal
+/// (every entry within ±1, a little more for rounding), the means finite.
+fn check_values(path: &Path, pca: &Pca, rabitq: &RabitQ) -> Result<()> {
+    let unit = |x: f32| x.abs() <= 1.0 + 1e-3;
+    let orthonormal = "within ±1 (orthonormal rows)";
+    let parts = [
+        ("pca components", &pca.components[..], true),
+        ("rabitq rotation", rabitq.rotation(), true),
+        ("pca mean", &pca.mean[..], false),
+        ("rabitq centre", &rabitq.centre[..], false),
+    ];
+    for (what, values, rows) in parts {
+        let ok = |x: f32| if rows { unit(x) } else { x.is_finite() };
+        if let Some(i) = values.iter().position(|&x| !ok(x)) {
+            let want = if rows { orthonormal } else { "finite" };
+            return Err(Error::index(
+                path,
+                format!("{what}, value {i}"),
+                want,
+                values[i],
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

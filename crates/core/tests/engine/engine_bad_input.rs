@@ -456,3 +456,33 @@ fn corrupt_neighbour_id_does_not_panic() {
         }
     }
 }
+
+/// A recorded plan that pairs parts no build pairs (a cluster search of a
+/// graph, or a plan newer than this stratavec) is refused at open, naming
+/// manifest.json and the plan's field.
+#[test]
+fn a_plan_whose_parts_do_not_fit_is_refused_naming_the_field() {
+    let (_tmp, dir) = private_copy();
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(m["plan"].is_object(), "today's build records its plan");
+    let cases = [
+        ("/plan/search", serde_json::json!({"kind": "clusters"}), "plan.search"),
+        ("/plan/codes", serde_json::json!("records"), "plan.codes"),
+        ("/plan/layout", serde_json::json!("laser"), "plan.layout"),
+        ("/plan/version", serde_json::json!(99), "plan.version"),
+    ];
+    for (at, value, field) in cases {
+        let mut bad = m.clone();
+        *bad.pointer_mut(at).unwrap() = value;
+        std::fs::write(&path, serde_json::to_string_pretty(&bad).unwrap()).unwrap();
+        let msg = err_msg(stratavec::Index::open(&dir, &Default::default()));
+        assert_mentions(&msg, &["manifest.json", field]);
+    }
+    m["plan"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    // Without a plan, the index is read as one from before plans were
+    // recorded.
+    assert!(stratavec::Index::open(&dir, &Default::default()).is_ok());
+}

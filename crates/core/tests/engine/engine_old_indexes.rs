@@ -119,7 +119,7 @@ fn every_profile_builds_the_same_bytes_as_before_the_plan() {
         // records.
         assert!(old.plan.is_none(), "{name}: a v2 manifest has no plan");
         assert_eq!(
-            stratavec::plan::plan_of(&old).unwrap(),
+            stratavec::plan::plan_of(&old_dir, &old).unwrap(),
             new.plan.clone().unwrap(),
             "{name}: plan"
         );
