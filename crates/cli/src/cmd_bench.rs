@@ -36,7 +36,7 @@ pub struct Args {
     /// `tiered-f16`; the cluster indexes `ivf`, `ivf-r1`, `ivf-r2`,
     /// `ivf-r8`, `ivf-nogroup`, and IVF-PQ `ivf-pq`, `ivf-pq-r4` (codes and
     /// members in RAM) (`bench::variants` lists what each is).
-    #[arg(long, value_delimiter = ',', default_values_t = ["diskann".to_string()])]
+    #[arg(long, value_delimiter = ',', default_values_t = [stratavec::profile::DEFAULT.to_string()])]
     profiles: Vec<String>,
     /// OctopusANN's study (paper 003 §5, §7): runs each technique alone on
     /// the PQ baseline and the compositions C1-C5 (besides any --profiles),

@@ -32,7 +32,7 @@ pub struct Args {
     /// pipeann (id-order pages, navigation graph, pipelined search with a
     /// waste-driven width) or octopus (OctopusANN's C5: navigation graph,
     /// shuffled blocks, block search, dynamic width).
-    #[arg(long, default_value = "diskann", value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
+    #[arg(long, default_value = stratavec::profile::DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(stratavec::profile::names()))]
     profile: String,
     /// l2, ip or cosine.
     #[arg(long, default_value = "l2")]

@@ -94,7 +94,7 @@ impl Target {
 
     /// A cluster index (reads whole clusters, not about L blocks).
     pub fn is_clusters(&self) -> bool {
-        let layout = |i: &Index| i.manifest.layout == "ivf";
+        let layout = |i: &Index| !i.plan.graph();
         match self {
             Target::Index(i) => layout(i),
             Target::Collection(c) => c.segments().iter().any(layout),

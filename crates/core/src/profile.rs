@@ -42,6 +42,9 @@ pub struct Profile {
     pub nav_sample: f32,
 }
 
+/// The profile a build uses unless told otherwise (`PROFILES[0]`).
+pub const DEFAULT: &str = "diskann";
+
 /// Every profile, the default first.
 pub const PROFILES: &[Profile] = &[
     Profile {
@@ -262,6 +265,7 @@ mod tests {
         for p in PROFILES {
             assert_eq!(get(p.name).unwrap(), p);
         }
+        assert_eq!(PROFILES[0].name, DEFAULT);
         let e = get("gorgeus").unwrap_err().to_string();
         assert!(
             e.contains("diskann, starling, gorgeous, laser, pipeann, octopus, tiered, ivf"),

@@ -301,7 +301,7 @@ impl Opened<'_> {
         let index = &self.index;
         let measured = measure(res, Some(s.gt), s.k)?;
         // A cluster search reads whole clusters, not about L blocks.
-        let graph = index.manifest.layout != "ivf";
+        let graph = index.plan.graph();
         let runaway = measured.runaway(l.max(s.k)).filter(|_| graph);
         if let Some(w) = &runaway {
             eprintln!("{}: {w}", s.system);

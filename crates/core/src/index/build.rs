@@ -297,7 +297,7 @@ impl BuildParams {
 impl Default for BuildParams {
     fn default() -> Self {
         BuildParams {
-            profile: "diskann".into(),
+            profile: crate::profile::DEFAULT.into(),
             metric: Metric::L2,
             graph_degree: 64,
             complexity: 128,

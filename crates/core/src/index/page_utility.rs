@@ -36,18 +36,13 @@ impl PageUtility {
     }
 }
 
-/// Layouts whose page read brings whole node records, adjacency included:
-/// the ones OR(G) describes. Replicated blocks (Gorgeous), CSR records and
-/// clusters are read for other things.
-const GRAPH_PAGE_LAYOUTS: [&str; 3] = ["coupled", "blocked", "laser"];
-
 impl Index {
     /// OR(G) and n_p of this index's pages, or `None` for layouts whose
     /// reads are not graph pages. Reads the whole pages file (through a
     /// memory map, not the search's reader).
     pub fn page_utility(&self) -> Result<Option<PageUtility>> {
         let layout = self.layout();
-        if !GRAPH_PAGE_LAYOUTS.contains(&layout.name()) {
+        if !self.plan.layout.reads_graph_pages() {
             return Ok(None);
         }
         let path = self.pages_path();

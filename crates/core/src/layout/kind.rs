@@ -47,6 +47,16 @@ impl LayoutKind {
         KINDS.iter().find(|k| k.0 == self).expect("every kind").1
     }
 
+    /// Whether a page read brings whole node records, adjacency included:
+    /// the layouts OR(G) describes (OctopusANN §3). Replicated blocks
+    /// (Gorgeous), CSR records and clusters are read for other things.
+    pub fn reads_graph_pages(self) -> bool {
+        matches!(
+            self,
+            LayoutKind::Coupled | LayoutKind::Blocked | LayoutKind::Laser
+        )
+    }
+
     /// Whether the layout keeps one copy of each list (the coupled and
     /// blocked layouts) rather than replicating lists into other blocks.
     pub fn replicates(self) -> bool {

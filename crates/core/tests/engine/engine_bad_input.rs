@@ -468,7 +468,11 @@ fn a_plan_whose_parts_do_not_fit_is_refused_naming_the_field() {
     let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(m["plan"].is_object(), "today's build records its plan");
     let cases = [
-        ("/plan/search", serde_json::json!({"kind": "clusters"}), "plan.search"),
+        (
+            "/plan/search",
+            serde_json::json!({"kind": "clusters"}),
+            "plan.search",
+        ),
         ("/plan/codes", serde_json::json!("records"), "plan.codes"),
         ("/plan/layout", serde_json::json!("laser"), "plan.layout"),
         ("/plan/version", serde_json::json!(99), "plan.version"),

@@ -47,7 +47,7 @@ pub(super) fn write(b: &mut Build, graph: &Graph, codes: &Codes) -> Result<&'sta
             return Err(Error::argument(
                 "layout",
                 "a graph layout (the ivf layout is built without a graph)",
-                "ivf",
+                LayoutKind::Ivf.name(),
             ))
         }
     };
