@@ -1,5 +1,5 @@
 use crate::measured::{measure, Measured};
-use crate::search_target::Target;
+use crate::search_target::{self, Target};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -182,15 +182,18 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(p) = &probe {
         p.check()?;
     }
-    let index = Target::open(&a.index_dir, &opts, probe.as_ref())?;
+    let index = search_target::open(&a.index_dir, &opts, probe.as_ref())?;
     let qfile = stratavec::data::open(&a.queries)?;
     qfile.check_dim(index.dim(), "index")?;
     let nq = qfile.n();
-    for &l in &a.l {
-        index.check_search(
-            &a.params(index.search_defaults(&a.switches()), l, threads),
-            nq,
-        )?;
+    // Each L's request, made once and checked before any output or work.
+    let defaults = index.search_defaults(&a.switches());
+    let requests: Vec<(usize, SearchParams)> =
+        a.l.iter()
+            .map(|&l| (l, a.params(defaults.clone(), l, threads)))
+            .collect();
+    for (_, params) in &requests {
+        index.check_search(params, nq)?;
     }
     let queries = qfile.to_f32_vec();
     if let Some(radius) = a.radius {
@@ -238,8 +241,7 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     let mut last = None;
-    for &l in &a.l {
-        let params = a.params(index.search_defaults(&a.switches()), l, threads);
+    for (l, params) in requests {
         let (res, merge_share) = index
             .search(&queries, qfile.dim(), &params, probe.as_ref())
             .with_context(|| format!("search at L={l}"))?;
@@ -287,13 +289,18 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("{note}");
     }
     if let (Some(path), Some(res)) = (&a.output, &last) {
-        write_ids(path, &index, res, nq)?;
+        write_ids(path, &*index, res, nq)?;
     }
     Ok(())
 }
 
 /// `--output`: the result ids as an int64 `.npy`, one row a query.
-fn write_ids(path: &std::path::Path, index: &Target, res: &BatchResult, nq: usize) -> Result<()> {
+fn write_ids(
+    path: &std::path::Path,
+    index: &dyn Target,
+    res: &BatchResult,
+    nq: usize,
+) -> Result<()> {
     let k = res.k;
     let mut ids = index.result_ids(&res.ids);
     for (q, e) in res.errors.iter().enumerate() {
