@@ -163,200 +163,38 @@ fn dataset_name(dir: &Path) -> String {
 }
 
 pub fn run(mut a: Args) -> Result<()> {
-    // Builds use every core whatever the searches are timed with.
-    let build_threads = if a.latency {
-        crate::default_threads()
-    } else {
-        a.threads
-    };
-    if a.latency {
-        a.threads = 1;
-        a.in_flight = Some(1);
-    }
+    let build_threads = latency_mode(&mut a);
     let base = a.data.join("base.fbin");
-    let bfile = stratavec::data::open(&base)?;
-    let (n, dim) = (bfile.n(), bfile.dim());
-    drop(bfile);
-    let qfile = stratavec::data::open(a.data.join("query.fbin"))?;
-    qfile.check_dim(dim, "queries")?;
-    let queries = qfile.to_f32_vec();
-    let gt = GroundTruth::read(a.data.join("gt.ibin"))?;
-    let budget = (n as f64 * dim as f64 * 4.0 * a.memory_fraction) as u64;
-    let budget_mb = budget as f64 / 1e6;
-    let dataset = dataset_name(&a.data);
+    let set = DataSet::load(&a, &base)?;
     std::fs::create_dir_all(&a.work)?;
-    if let Some(p) = a.out.parent() {
-        std::fs::create_dir_all(p)?;
-    }
-    let mut out =
-        std::fs::File::create(&a.out).with_context(|| format!("create {}", a.out.display()))?;
-    let mut rows: Vec<Value> = Vec::new();
-    let mut emit = |v: Vec<Value>, rows: &mut Vec<Value>| -> Result<()> {
-        for r in v {
-            writeln!(out, "{}", serde_json::to_string(&r)?)?;
-            rows.push(r);
-        }
-        out.flush()?;
-        Ok(())
-    };
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    emit(
-        vec![serde_json::json!({
-            "kind": "run", "dataset": dataset, "n": n, "d": dim, "nq": gt.nq,
-            "data": a.data.display().to_string(),
-            "command": std::env::args().collect::<Vec<_>>().join(" "),
-            "unix_time": started, "loadavg": load.trim(), "threads": a.threads, "rounds": a.rounds.max(1),
-            "memory_budget_bytes": budget, "simd": stratavec_simd::kernel_name(),
-            "amx": stratavec_simd::amx::active(),
-            "store": a.store.map(|s| s.to_string()),
-            "stratavec_version": env!("CARGO_PKG_VERSION"),
-            "machine": machine(),
-        })],
-        &mut rows,
-    )?;
+    let mut rows = Rows::create(&a.out)?;
+    rows.emit(vec![run_row(&a, &set)])?;
     eprintln!(
-        "bench: {dataset} n={n} d={dim}, budget {budget_mb:.1} MB ({}% of raw), {} threads",
+        "bench: {} n={} d={}, budget {:.1} MB ({}% of raw), {} threads",
+        set.name,
+        set.n,
+        set.dim,
+        set.budget as f64 / 1e6,
         a.memory_fraction * 100.0,
         a.threads
     );
-
     let range = match a.radius {
         Some(radius) => Some(range::RangeSpec {
             radius,
-            gt: range_truth(&a, &base, &dataset, radius)?,
+            gt: range_truth(&a, &base, &set.name, radius)?,
             phi: a.range_phi,
         }),
         None => None,
     };
-    let mut first_index: Option<PathBuf> = None;
     if a.ablate {
         a.profiles = ablation::profiles(&a.profiles);
     }
-    let chosen = a
-        .profiles
-        .iter()
-        .map(|p| variants::find(p))
-        .collect::<Result<Vec<_>>>()?;
-    let mut systems: Vec<rounds::System> = Vec::new();
-    for variant in chosen {
-        let store = variant.store.or(a.store);
-        let params = BuildParams {
-            profile: variant.profile.into(),
-            metric: a.metric,
-            graph_degree: a.graph_degree,
-            complexity: a.complexity,
-            alpha: a.alpha,
-            pq_bytes: a.pq_bytes,
-            shuffle: variant.shuffle,
-            layout: variant.layout,
-            page_size: variant
-                .page_size
-                .unwrap_or(BuildParams::default().page_size),
-            nav_sample: variant.nav_sample(a.nav_sample),
-            memory_budget: variant.plan_pq.then_some(budget),
-            // The page size is the variant's, or left to the build, which
-            // fits it to the records (8 KB for starling at 768-d f32).
-            unset: stratavec::Unset {
-                pq_bytes: variant.plan_pq,
-                page_size: variant.page_size.is_none(),
-                ..Default::default()
-            },
-            store,
-            ivf_replicas: variant.ivf_replicas,
-            ivf_grouping: variant.ivf_grouping,
-            ivf_codes: variant.ivf_codes,
-            node_cache_rank: variant
-                .node_rank
-                .or(BuildParams::for_profile(variant.profile).node_cache_rank),
-            ..Default::default()
-        };
-        let mut name = variant.index_name(
-            &dataset,
-            a.graph_degree,
-            a.complexity,
-            a.pq_bytes,
-            a.nav_sample,
-            budget,
-        );
-        if let Some(store) = store {
-            name = format!("{name}-{store}");
-        }
-        let dir = a.work.join(name);
-        let build = run::build_or_reuse(&base, &dir, &params, build_threads, a.rebuild)?;
-        first_index.get_or_insert(dir.join("pages.bin"));
-        for (label, io) in tiers(&a.tier, a.io)? {
-            let system = match label {
-                Some(t) => format!("stratavec-{}@{t}", variant.name),
-                None => format!("stratavec-{}", variant.name),
-            };
-            eprintln!("bench: opening {system} ({})", variant.about);
-            systems.push(rounds::System::Stratavec(Box::new(run::open(
-                run::Sweep {
-                    system,
-                    dataset: &dataset,
-                    index_dir: dir.clone(),
-                    queries: &queries,
-                    gt: &gt,
-                    k: a.k,
-                    ls: &a.sweep,
-                    beam_width: a.beam_width,
-                    threads: a.threads,
-                    in_flight: a.in_flight,
-                    poll_us: variant.poll_us.or(a.poll_us),
-                    sqpoll: variant.sqpoll.unwrap_or(a.sqpoll),
-                    budget_bytes: budget,
-                    build: build.clone(),
-                    page_search: variant.page_search,
-                    pipeline: variant.pipeline,
-                    two_stage: variant.two_stage,
-                    graph_cache: variant.graph_cache,
-                    node_cache: variant.node_cache,
-                    navigation_graph: variant.nav || variant.entries,
-                    adaptive_beam: variant.adaptive_beam,
-                    dispatch_ratio: variant.dispatch_ratio,
-                    pipelined: variant.pipelined,
-                    width: variant.width,
-                    range: range.as_ref(),
-                    min_pass_s: a.min_pass_seconds,
-                    io,
-                    page_utility: a.ablate,
-                    technique: ablation::technique_of(variant.name).filter(|_| a.ablate),
-                },
-            )?)));
-        }
-    }
-    let repo = std::env::current_dir()?;
-    for peer in &a.peers {
-        eprintln!(
-            "bench: starting peer {peer} (it builds its index if none matches, then loads it)"
-        );
-        let idx = a.work.join(format!("{dataset}-peer-{peer}"));
-        systems.push(rounds::System::Peer(peers::Peer::start(&peers::PeerRun {
-            repo: &repo,
-            peer,
-            data: &a.data,
-            index_dir: &idx,
-            threads: a.threads,
-            build_threads,
-            k: a.k,
-            sweep: &a.sweep,
-            // MB = 10^6 bytes on both sides, so every system gets the same bytes.
-            memory_budget_mb: budget as f64 / 1e6,
-            pq_bytes: a.pq_bytes,
-            graph_degree: a.graph_degree,
-            complexity: a.complexity,
-            alpha: a.alpha,
-            beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
-            rebuild: a.rebuild,
-            min_pass_s: a.min_pass_seconds,
-        })?));
-    }
+    let (mut systems, first_index) =
+        stratavec_systems(&a, &set, &base, build_threads, range.as_ref())?;
+    peer_systems(&a, &set, build_threads, &mut systems)?;
     let ceiling = first_index.map(|file| device::Ceiling {
         file,
-        dataset: dataset.clone(),
+        dataset: set.name.clone(),
         threads: a.threads,
         block: 4096,
         burst_s: a.device_seconds,
@@ -368,25 +206,303 @@ pub fn run(mut a: Args) -> Result<()> {
         &a.sweep,
         a.rounds,
         ceiling.as_ref(),
-        &mut |v| emit(v, &mut rows),
+        &mut |v| rows.emit(v),
     )?;
     for system in systems {
         match system {
             rounds::System::Stratavec(o) => {
                 if o.s.range.is_some() {
                     eprintln!("bench: range search on {}", o.s.system);
-                    emit(o.range_rows()?, &mut rows)?;
+                    rows.emit(o.range_rows()?)?;
                 }
             }
             rounds::System::Peer(p) => p.finish()?,
         }
     }
-    print_summary(&rows);
-    print_range_summary(&rows);
+    print_summary(&rows.rows);
+    print_range_summary(&rows.rows);
     if a.ablate {
-        ablation::print(&rows);
+        ablation::print(&rows.rows);
     }
     eprintln!("bench: rows written to {}", a.out.display());
+    Ok(())
+}
+
+/// `--latency` times every search with 1 thread x 1 query in flight;
+/// returns the threads builds use, every core whatever the searches are
+/// timed with.
+fn latency_mode(a: &mut Args) -> usize {
+    let build_threads = if a.latency {
+        crate::default_threads()
+    } else {
+        a.threads
+    };
+    if a.latency {
+        a.threads = 1;
+        a.in_flight = Some(1);
+    }
+    build_threads
+}
+
+/// What the run measures against: the base's shape, the queries and their
+/// ground truth, and the memory budget every system gets.
+struct DataSet {
+    name: String,
+    n: usize,
+    dim: usize,
+    queries: Vec<f32>,
+    gt: GroundTruth,
+    /// `--memory-fraction` of the raw f32 vector bytes.
+    budget: u64,
+}
+
+impl DataSet {
+    fn load(a: &Args, base: &Path) -> Result<Self> {
+        let bfile = stratavec::data::open(base)?;
+        let (n, dim) = (bfile.n(), bfile.dim());
+        drop(bfile);
+        let qfile = stratavec::data::open(a.data.join("query.fbin"))?;
+        qfile.check_dim(dim, "queries")?;
+        let queries = qfile.to_f32_vec();
+        let gt = GroundTruth::read(a.data.join("gt.ibin"))?;
+        Ok(DataSet {
+            name: dataset_name(&a.data),
+            n,
+            dim,
+            queries,
+            gt,
+            budget: (n as f64 * dim as f64 * 4.0 * a.memory_fraction) as u64,
+        })
+    }
+}
+
+/// The rows of the run: each written to `--out` as a JSON line when it is
+/// emitted (flushed, so an interrupted run keeps what it measured) and
+/// kept for the summaries.
+struct Rows {
+    out: std::fs::File,
+    rows: Vec<Value>,
+}
+
+impl Rows {
+    fn create(path: &Path) -> Result<Self> {
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let out =
+            std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+        Ok(Rows {
+            out,
+            rows: Vec::new(),
+        })
+    }
+
+    fn emit(&mut self, v: Vec<Value>) -> Result<()> {
+        for r in v {
+            writeln!(self.out, "{}", serde_json::to_string(&r)?)?;
+            self.rows.push(r);
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// The run's first row: the data set, the command, the settings and the
+/// machine, so the rows after it can be read without the shell history.
+fn run_row(a: &Args, set: &DataSet) -> Value {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    serde_json::json!({
+        "kind": "run", "dataset": set.name, "n": set.n, "d": set.dim, "nq": set.gt.nq,
+        "data": a.data.display().to_string(),
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "unix_time": started, "loadavg": load.trim(), "threads": a.threads, "rounds": a.rounds.max(1),
+        "memory_budget_bytes": set.budget, "simd": stratavec_simd::kernel_name(),
+        "amx": stratavec_simd::amx::active(),
+        "store": a.store.map(|s| s.to_string()),
+        "stratavec_version": env!("CARGO_PKG_VERSION"),
+        "machine": machine(),
+    })
+}
+
+/// Builds (or reuses) the index of every `--profiles` variant and opens it
+/// once per tier; returns the systems and the first index's pages file
+/// (the file the device probes read).
+fn stratavec_systems<'s>(
+    a: &'s Args,
+    set: &'s DataSet,
+    base: &Path,
+    build_threads: usize,
+    range: Option<&'s range::RangeSpec>,
+) -> Result<(Vec<rounds::System<'s>>, Option<PathBuf>)> {
+    let chosen = a
+        .profiles
+        .iter()
+        .map(|p| variants::find(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut systems = Vec::new();
+    let mut first_index: Option<PathBuf> = None;
+    for variant in chosen {
+        let params = build_params(a, variant, set.budget);
+        let dir = a.work.join(index_name(a, variant, set));
+        let build = run::build_or_reuse(base, &dir, &params, build_threads, a.rebuild)?;
+        first_index.get_or_insert(dir.join("pages.bin"));
+        for (label, io) in tiers(&a.tier, a.io)? {
+            let system = match label {
+                Some(t) => format!("stratavec-{}@{t}", variant.name),
+                None => format!("stratavec-{}", variant.name),
+            };
+            eprintln!("bench: opening {system} ({})", variant.about);
+            let opening = Opening {
+                system,
+                index_dir: dir.clone(),
+                build: build.clone(),
+                io,
+                range,
+            };
+            systems.push(rounds::System::Stratavec(Box::new(run::open(
+                opening.sweep(a, set, variant),
+            )?)));
+        }
+    }
+    Ok((systems, first_index))
+}
+
+/// The build parameters of `variant` under the run's flags.
+fn build_params(a: &Args, variant: &variants::Variant, budget: u64) -> BuildParams {
+    BuildParams {
+        profile: variant.profile.into(),
+        metric: a.metric,
+        graph_degree: a.graph_degree,
+        complexity: a.complexity,
+        alpha: a.alpha,
+        pq_bytes: a.pq_bytes,
+        shuffle: variant.shuffle,
+        layout: variant.layout,
+        page_size: variant
+            .page_size
+            .unwrap_or(BuildParams::default().page_size),
+        nav_sample: variant.nav_sample(a.nav_sample),
+        memory_budget: variant.plan_pq.then_some(budget),
+        // The page size is the variant's, or left to the build, which
+        // fits it to the records (8 KB for starling at 768-d f32).
+        unset: stratavec::Unset {
+            pq_bytes: variant.plan_pq,
+            page_size: variant.page_size.is_none(),
+            ..Default::default()
+        },
+        store: variant.store.or(a.store),
+        ivf_replicas: variant.ivf_replicas,
+        ivf_grouping: variant.ivf_grouping,
+        ivf_codes: variant.ivf_codes,
+        node_cache_rank: variant
+            .node_rank
+            .or(BuildParams::for_profile(variant.profile).node_cache_rank),
+        ..Default::default()
+    }
+}
+
+/// The directory name of `variant`'s index in `--work`: its parameters,
+/// and the stored element type when it is not the data's (f16 indexes get
+/// their own directories).
+fn index_name(a: &Args, variant: &variants::Variant, set: &DataSet) -> String {
+    let name = variant.index_name(
+        &set.name,
+        a.graph_degree,
+        a.complexity,
+        a.pq_bytes,
+        a.nav_sample,
+        set.budget,
+    );
+    match variant.store.or(a.store) {
+        Some(store) => format!("{name}-{store}"),
+        None => name,
+    }
+}
+
+/// What differs between the opened systems of one run: the system's name,
+/// its index, the build report, the tier and the range spec.
+struct Opening<'s> {
+    system: String,
+    index_dir: PathBuf,
+    build: Value,
+    io: stratavec_io::Backend,
+    range: Option<&'s range::RangeSpec>,
+}
+
+impl<'s> Opening<'s> {
+    /// The sweep of `variant` under the run's flags.
+    fn sweep(self, a: &'s Args, set: &'s DataSet, variant: &variants::Variant) -> run::Sweep<'s> {
+        run::Sweep {
+            system: self.system,
+            dataset: &set.name,
+            index_dir: self.index_dir,
+            queries: &set.queries,
+            gt: &set.gt,
+            k: a.k,
+            ls: &a.sweep,
+            beam_width: a.beam_width,
+            threads: a.threads,
+            in_flight: a.in_flight,
+            poll_us: variant.poll_us.or(a.poll_us),
+            sqpoll: variant.sqpoll.unwrap_or(a.sqpoll),
+            budget_bytes: set.budget,
+            build: self.build,
+            page_search: variant.page_search,
+            pipeline: variant.pipeline,
+            two_stage: variant.two_stage,
+            graph_cache: variant.graph_cache,
+            node_cache: variant.node_cache,
+            navigation_graph: variant.nav || variant.entries,
+            adaptive_beam: variant.adaptive_beam,
+            dispatch_ratio: variant.dispatch_ratio,
+            pipelined: variant.pipelined,
+            width: variant.width,
+            range: self.range,
+            min_pass_s: a.min_pass_seconds,
+            io: self.io,
+            page_utility: a.ablate,
+            technique: ablation::technique_of(variant.name).filter(|_| a.ablate),
+        }
+    }
+}
+
+/// Starts every `--peers` engine (each builds its index if none matches,
+/// then loads it) and adds it to `systems`.
+fn peer_systems(
+    a: &Args,
+    set: &DataSet,
+    build_threads: usize,
+    systems: &mut Vec<rounds::System>,
+) -> Result<()> {
+    let repo = std::env::current_dir()?;
+    for peer in &a.peers {
+        eprintln!(
+            "bench: starting peer {peer} (it builds its index if none matches, then loads it)"
+        );
+        let idx = a.work.join(format!("{}-peer-{peer}", set.name));
+        systems.push(rounds::System::Peer(peers::Peer::start(&peers::PeerRun {
+            repo: &repo,
+            peer,
+            data: &a.data,
+            index_dir: &idx,
+            threads: a.threads,
+            build_threads,
+            k: a.k,
+            sweep: &a.sweep,
+            // MB = 10^6 bytes on both sides, so every system gets the same bytes.
+            memory_budget_mb: set.budget as f64 / 1e6,
+            pq_bytes: a.pq_bytes,
+            graph_degree: a.graph_degree,
+            complexity: a.complexity,
+            alpha: a.alpha,
+            beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
+            rebuild: a.rebuild,
+            min_pass_s: a.min_pass_seconds,
+        })?));
+    }
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use super::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
 use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
 use crate::layout::ivf::{IvfLayout, CLUSTERS_FILE};
-use crate::layout::ivf_assign::{AssignParams, Assignment};
+use crate::layout::ivf_assign::{AssignParams, Assignment, Storage};
 use crate::layout::ivf_members::{ClusterMembers, MEMBERS_FILE};
 use crate::layout::LayoutKind;
 use crate::quant::pq::{PqCodebook, PqTrainParams};
@@ -66,43 +66,16 @@ pub fn build(
     let n = data.len() / dim;
     let dtype = stored_dtype(params.store, input.data_dtype)?;
     let t = Instant::now();
-    let ap = AssignParams {
-        clusters: params.ivf_clusters.unwrap_or_else(|| default_clusters(n)),
-        replicas: params.ivf_replicas,
-        closure: params.ivf_closure,
-        balance: 1.5,
-        iters: 10,
-        seed: params.seed,
-    };
-    let a = pool.install(|| Assignment::build(data, dim, &ap));
+    let a = pool.install(|| Assignment::build(data, dim, &assign_params(params, n)));
     report
         .stages
         .push(("clusters".into(), t.elapsed().as_secs_f64()));
+    // The "write" stage counts from here: the sample, the storage order and
+    // every file (the PQ stage's time too, as it always has).
     let t = Instant::now();
-    let mut rng = Rng::new(params.seed ^ 0x4851_5259);
-    let sample = rng.sample(n, SAMPLE_QUERIES.min(n));
-    let mut queries = Vec::with_capacity(sample.len() * dim);
-    for &i in &sample {
-        queries.extend_from_slice(&data[i * dim..(i + 1) * dim]);
-    }
-    // Probing most of the clusters counts every cluster alike, and the
-    // greedy then keeps each vector in its primary's group: at most a
-    // quarter of them (binds below 256 clusters with the default 64).
-    let sample_nprobe = params.ivf_sample_nprobe.min((a.clusters() / 4).max(1));
-    let h = a.frequencies(&queries, sample_nprobe);
-    let storage = a.storage(a.group_of(params.ivf_grouping, &h).as_deref());
-    let lists: Vec<Vec<u32>> = a
-        .members
-        .iter()
-        .enumerate()
-        .map(|(j, m)| {
-            let (s, l) = storage.groups[j];
-            m.iter()
-                .map(|&v| storage.position[v as usize])
-                .filter(|p| !(s..s + l).contains(p))
-                .collect()
-        })
-        .collect();
+    let sample = SampleCounts::of(data, dim, n, params, &a);
+    let storage = a.storage(a.group_of(params.ivf_grouping, &sample.h).as_deref());
+    let lists = outsider_lists(&a, &storage);
     let layout = IvfLayout::new(
         params.page_size,
         dim,
@@ -111,58 +84,13 @@ pub fn build(
         &storage,
         &lists,
     );
-    let pages = staging.dir.join("pages.bin");
-    let mut w =
-        BufWriter::with_capacity(8 << 20, std::fs::File::create(&pages).at("create", &pages)?);
-    let vector_bytes = |id: u32, out: &mut [u8]| {
-        let v = &data[id as usize * dim..(id as usize + 1) * dim];
-        if dtype == DType::F16 {
-            stratavec_simd::half::encode_f16(v, out);
-        } else {
-            for (o, x) in out.chunks_exact_mut(4).zip(v) {
-                o.copy_from_slice(&x.to_le_bytes());
-            }
-        }
-    };
-    layout
-        .write(&mut w, &storage.order, &lists, &vector_bytes)
-        .and_then(|_| w.flush())
-        .at("write", &pages)?;
-    drop(w);
-    let cpath = staging.dir.join(CLUSTERS_FILE);
-    let mut w = BufWriter::new(std::fs::File::create(&cpath).at("create", &cpath)?);
-    layout
-        .write_clusters(&mut w)
-        .and_then(|_| w.flush())
-        .at("write", &cpath)?;
-    drop(w);
+    write_pages(&staging, &layout, &storage, &lists, input, dtype)?;
+    write_clusters(&staging, &layout)?;
     let mut names = vec!["pages.bin", CLUSTERS_FILE];
-    // IVF-PQ: codes of every vector (id order, as every profile's) and the
-    // clusters' members, both held in RAM by the search.
     let mut quantizer = "none (exact distances over clusters)".to_string();
     if params.ivf_codes {
-        let t = Instant::now();
-        let pq = PqTrainParams {
-            m: params.pq_bytes,
-            sample: params.pq_sample,
-            iters: params.pq_iters,
-            seed: params.seed,
-        };
-        let (cb, codes) = pool.install(|| {
-            let cb = PqCodebook::train(data, dim, &pq);
-            let codes = cb.encode_all(data);
-            (cb, codes)
-        });
-        let path = staging.dir.join("codes.bin");
-        super::build::write_file(&path, |w| pq_file::write(w, &cb, &codes))?;
-        let path = staging.dir.join(MEMBERS_FILE);
-        super::build::write_file(&path, |w| ClusterMembers::new(&a.members).write(w, n))?;
+        quantizer = write_codes(&staging, data, dim, &a, params, pool, &mut report)?;
         names.extend(["codes.bin", MEMBERS_FILE]);
-        quantizer = format!(
-            "pq{} (IVF-PQ: probed members scored on codes)",
-            params.pq_bytes
-        );
-        report.stages.push(("pq".into(), t.elapsed().as_secs_f64()));
     }
     if let Some(ids) = input.ids {
         let path = staging.dir.join(super::ids::IDS_FILE);
@@ -178,23 +106,195 @@ pub fn build(
     }
     report.index_bytes = files.values().map(|f| f.bytes).sum();
     let mut chosen = report.chosen.clone();
-    let small: u64 = storage.small_reads(&a, &h);
-    chosen.insert(
-        "ivf".into(),
-        format!(
-            "{} clusters, replication {:.2}, grouping {} (cluster frequencies at sample \
-             nprobe {sample_nprobe}): {:.1} small reads a sample query",
-            a.clusters(),
-            a.replication(),
-            params.ivf_grouping,
-            small as f64 / sample.len().max(1) as f64
-        ),
-    );
+    chosen.insert("ivf".into(), describe(&a, &storage, &sample, params));
+    // A cluster index enters no graph and keeps no navigation graph.
+    let plan = crate::profile::plan(params)?
+        .as_built(false)
+        .with_ids(input.ids.is_some());
+    let mut manifest = manifest(params, dtype, dim, n, quantizer, files, chosen.clone());
+    manifest.plan = Some(plan);
+    let mpath = staging.dir.join(MANIFEST);
+    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    report.chosen = chosen;
+    report.peak_rss_bytes = peak_rss_bytes();
+    report.total_s = t_all.elapsed().as_secs_f64();
+    write_report(&staging.dir, &report)?;
+    staging.commit()?;
+    Ok(report)
+}
+
+/// The clustering asked for: the given cluster count or one for `n`
+/// vectors, with the build's replication, closure and seed.
+fn assign_params(params: &BuildParams, n: usize) -> AssignParams {
+    AssignParams {
+        clusters: params.ivf_clusters.unwrap_or_else(|| default_clusters(n)),
+        replicas: params.ivf_replicas,
+        closure: params.ivf_closure,
+        balance: 1.5,
+        iters: 10,
+        seed: params.seed,
+    }
+}
+
+/// How often a sample of base vectors, standing in for the workload,
+/// probes each cluster (§6.2's h_j): what the grouping ranks clusters by.
+struct SampleCounts {
+    /// Sample vectors probed.
+    queries: usize,
+    /// Clusters each probed.
+    nprobe: usize,
+    /// Probes per cluster.
+    h: Vec<u64>,
+}
+
+impl SampleCounts {
+    fn of(data: &[f32], dim: usize, n: usize, params: &BuildParams, a: &Assignment) -> Self {
+        let mut rng = Rng::new(params.seed ^ 0x4851_5259);
+        let sample = rng.sample(n, SAMPLE_QUERIES.min(n));
+        let mut queries = Vec::with_capacity(sample.len() * dim);
+        for &i in &sample {
+            queries.extend_from_slice(&data[i * dim..(i + 1) * dim]);
+        }
+        // Probing most of the clusters counts every cluster alike, and the
+        // greedy then keeps each vector in its primary's group: at most a
+        // quarter of them (binds below 256 clusters with the default 64).
+        let nprobe = params.ivf_sample_nprobe.min((a.clusters() / 4).max(1));
+        let h = a.frequencies(&queries, nprobe);
+        SampleCounts {
+            queries: sample.len(),
+            nprobe,
+            h,
+        }
+    }
+}
+
+/// Each cluster's members stored outside its group, as positions: the
+/// addresses its list keeps after the vectors (its small reads).
+fn outsider_lists(a: &Assignment, storage: &Storage) -> Vec<Vec<u32>> {
+    a.members
+        .iter()
+        .enumerate()
+        .map(|(j, m)| {
+            let (s, l) = storage.groups[j];
+            m.iter()
+                .map(|&v| storage.position[v as usize])
+                .filter(|p| !(s..s + l).contains(p))
+                .collect()
+        })
+        .collect()
+}
+
+/// `pages.bin`: the vectors in storage order, in the stored element type,
+/// then the clusters' address lists.
+fn write_pages(
+    staging: &Staging,
+    layout: &IvfLayout,
+    storage: &Storage,
+    lists: &[Vec<u32>],
+    input: &Input,
+    dtype: DType,
+) -> Result<()> {
+    let (data, dim) = (input.data, input.dim);
+    let pages = staging.dir.join("pages.bin");
+    let mut w =
+        BufWriter::with_capacity(8 << 20, std::fs::File::create(&pages).at("create", &pages)?);
+    let vector_bytes = |id: u32, out: &mut [u8]| {
+        let v = &data[id as usize * dim..(id as usize + 1) * dim];
+        if dtype == DType::F16 {
+            stratavec_simd::half::encode_f16(v, out);
+        } else {
+            for (o, x) in out.chunks_exact_mut(4).zip(v) {
+                o.copy_from_slice(&x.to_le_bytes());
+            }
+        }
+    };
+    layout
+        .write(&mut w, &storage.order, lists, &vector_bytes)
+        .and_then(|_| w.flush())
+        .at("write", &pages)
+}
+
+/// `clusters.bin`: the centroids and the directory of groups and lists.
+fn write_clusters(staging: &Staging, layout: &IvfLayout) -> Result<()> {
+    let cpath = staging.dir.join(CLUSTERS_FILE);
+    let mut w = BufWriter::new(std::fs::File::create(&cpath).at("create", &cpath)?);
+    layout
+        .write_clusters(&mut w)
+        .and_then(|_| w.flush())
+        .at("write", &cpath)
+}
+
+/// IVF-PQ: codes of every vector (id order, as every profile's) and the
+/// clusters' members, both held in RAM by the search. Returns the
+/// manifest's quantizer line; records the "pq" stage.
+fn write_codes(
+    staging: &Staging,
+    data: &[f32],
+    dim: usize,
+    a: &Assignment,
+    params: &BuildParams,
+    pool: &rayon::ThreadPool,
+    report: &mut BuildReport,
+) -> Result<String> {
+    let n = data.len() / dim;
+    let t = Instant::now();
+    let pq = PqTrainParams {
+        m: params.pq_bytes,
+        sample: params.pq_sample,
+        iters: params.pq_iters,
+        seed: params.seed,
+    };
+    let (cb, codes) = pool.install(|| {
+        let cb = PqCodebook::train(data, dim, &pq);
+        let codes = cb.encode_all(data);
+        (cb, codes)
+    });
+    let path = staging.dir.join("codes.bin");
+    super::build::write_file(&path, |w| pq_file::write(w, &cb, &codes))?;
+    let path = staging.dir.join(MEMBERS_FILE);
+    super::build::write_file(&path, |w| ClusterMembers::new(&a.members).write(w, n))?;
+    report.stages.push(("pq".into(), t.elapsed().as_secs_f64()));
+    Ok(format!(
+        "pq{} (IVF-PQ: probed members scored on codes)",
+        params.pq_bytes
+    ))
+}
+
+/// The `chosen` line of the clustering: its size, replication, grouping
+/// and the small reads a sample query makes.
+fn describe(
+    a: &Assignment,
+    storage: &Storage,
+    sample: &SampleCounts,
+    params: &BuildParams,
+) -> String {
+    let small: u64 = storage.small_reads(a, &sample.h);
+    format!(
+        "{} clusters, replication {:.2}, grouping {} (cluster frequencies at sample \
+         nprobe {}): {:.1} small reads a sample query",
+        a.clusters(),
+        a.replication(),
+        params.ivf_grouping,
+        sample.nprobe,
+        small as f64 / sample.queries.max(1) as f64
+    )
+}
+
+/// The manifest of an ivf index: no graph, so no medoid and degree 0.
+fn manifest(
+    params: &BuildParams,
+    dtype: DType,
+    dim: usize,
+    n: usize,
+    quantizer: String,
+    files: BTreeMap<String, super::manifest::FileEntry>,
+    chosen: BTreeMap<String, String>,
+) -> Manifest {
     // As asked (the clusters used are in `chosen`), so a request for the
     // same parameters finds this index the same (`builds_same_index`).
     let mut build = params.clone();
     build.layout = Some(LayoutKind::Ivf);
-    let manifest = Manifest {
+    Manifest {
         format_version: FORMAT_VERSION,
         build_revision: BUILD_REVISION,
         profile: params.profile.clone(),
@@ -209,22 +309,10 @@ pub fn build(
         medoid: 0,
         graph_mean_degree: 0.0,
         files,
-        // A cluster index enters no graph and keeps no nav graph.
-        plan: Some(
-            crate::profile::plan(params)?
-                .as_built(false)
-                .with_ids(input.ids.is_some()),
-        ),
-        chosen: chosen.clone(),
-    };
-    let mpath = staging.dir.join(MANIFEST);
-    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
-    report.chosen = chosen;
-    report.peak_rss_bytes = peak_rss_bytes();
-    report.total_s = t_all.elapsed().as_secs_f64();
-    write_report(&staging.dir, &report)?;
-    staging.commit()?;
-    Ok(report)
+        // Set by the caller, which knows whether ids were given.
+        plan: None,
+        chosen,
+    }
 }
 
 /// The metrics the cluster search ranks centroids for (squared L2 over

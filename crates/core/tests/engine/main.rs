@@ -32,4 +32,5 @@ mod engine_search;
 mod engine_starling;
 mod engine_tables;
 mod engine_tiered;
+mod function_length;
 mod wordnet;
