@@ -180,11 +180,7 @@ pub const PROFILES: &[Profile] = &[
 impl Profile {
     /// How this profile lays records out by default.
     pub fn layout_kind(&self) -> LayoutKind {
-        match (self.layout, self.shuffle) {
-            (Some(kind), _) => kind,
-            (None, Shuffle::None) => LayoutKind::Coupled,
-            (None, _) => LayoutKind::Blocked,
-        }
+        LayoutKind::implied(self.layout, self.shuffle)
     }
 
     /// The plan a build with `params` (this profile's, with the caller's

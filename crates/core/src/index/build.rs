@@ -275,11 +275,7 @@ impl BuildParams {
 
     /// The layout the records are written in.
     pub fn layout_kind(&self) -> LayoutKind {
-        match (self.layout, self.shuffle) {
-            (Some(kind), _) => kind,
-            (None, Shuffle::None) => LayoutKind::Coupled,
-            (None, _) => LayoutKind::Blocked,
-        }
+        LayoutKind::implied(self.layout, self.shuffle)
     }
 
     /// The block shuffle these parameters ask for.

@@ -47,6 +47,16 @@ impl LayoutKind {
         KINDS.iter().find(|k| k.0 == self).expect("every kind").1
     }
 
+    /// The layout records get: `layout` where given, else what the
+    /// shuffle implies (id order without one, blocks with one).
+    pub fn implied(layout: Option<LayoutKind>, shuffle: super::shuffle::Shuffle) -> LayoutKind {
+        match (layout, shuffle) {
+            (Some(kind), _) => kind,
+            (None, super::shuffle::Shuffle::None) => LayoutKind::Coupled,
+            (None, _) => LayoutKind::Blocked,
+        }
+    }
+
     /// Whether a page read brings whole node records, adjacency included:
     /// the layouts OR(G) describes (OctopusANN §3). Replicated blocks
     /// (Gorgeous), CSR records and clusters are read for other things.

@@ -88,23 +88,30 @@ fn v2() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/v2-indexes")
 }
 
+/// The v2 index `name` (its directory and manifest) and today's build of
+/// it from the same data and parameters, in `tmp`.
+fn rebuild(name: &str, tmp: &Path) -> (PathBuf, Manifest, PathBuf) {
+    let old_dir = v2().join(name);
+    let old = Manifest::read(&old_dir).unwrap();
+    let new_dir = tmp.join(name);
+    stratavec::build_from_file(
+        &v2().join("data/base.fbin"),
+        &new_dir,
+        &old.build,
+        1,
+        &stratavec::progress::Silent,
+    )
+    .unwrap();
+    (old_dir, old, new_dir)
+}
+
 /// Today's build of every v2 index writes the same bytes in every file;
 /// the manifests differ in nothing but what a newer build records.
 #[test]
 fn every_profile_builds_the_same_bytes_as_before_the_plan() {
     let tmp = tempdir();
     for name in V2 {
-        let old_dir = v2().join(name);
-        let old = Manifest::read(&old_dir).unwrap();
-        let new_dir = tmp.path().join(name);
-        stratavec::build_from_file(
-            &v2().join("data/base.fbin"),
-            &new_dir,
-            &old.build,
-            1,
-            &stratavec::progress::Silent,
-        )
-        .unwrap();
+        let (old_dir, old, new_dir) = rebuild(name, tmp.path());
         let new = Manifest::read(&new_dir).unwrap();
         assert_eq!(
             old.files.keys().collect::<Vec<_>>(),
@@ -140,17 +147,7 @@ fn every_v2_index_opens_and_searches_as_todays_build_of_it() {
         .to_f32_vec();
     let tmp = tempdir();
     for name in V2 {
-        let old_dir = v2().join(name);
-        let old = Manifest::read(&old_dir).unwrap();
-        let new_dir = tmp.path().join(name);
-        stratavec::build_from_file(
-            &v2().join("data/base.fbin"),
-            &new_dir,
-            &old.build,
-            1,
-            &stratavec::progress::Silent,
-        )
-        .unwrap();
+        let (old_dir, old, new_dir) = rebuild(name, tmp.path());
         // No budget: codes only, every record read; 20 MB: every cache full.
         for budget in [None, Some(20_000_000)] {
             let opts = OpenOptions {
