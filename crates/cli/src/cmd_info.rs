@@ -19,6 +19,14 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let m = Manifest::read(&a.index_dir)?;
     println!("{}", m.to_json().trim_end());
+    if m.plan.is_none() {
+        // Built before plans were recorded: the plan the open works out.
+        let plan = stratavec::plan::plan_of(&a.index_dir, &m)?;
+        println!(
+            "plan (worked out for an index built before plans were recorded): {}",
+            serde_json::to_string(&plan)?
+        );
+    }
     let report = a.index_dir.join(stratavec::index::build::BUILD_REPORT);
     if let Ok(text) = std::fs::read_to_string(&report) {
         println!("build report ({}):\n{}", report.display(), text.trim_end());

@@ -144,7 +144,6 @@ impl Index {
         if opts.verify_checksums {
             verify_checksums(&dir, &manifest)?;
         }
-        let plan = crate::plan::plan_of(&dir, &manifest)?;
         let profile = crate::profile::get(&manifest.profile).map_err(|_| {
             Error::index(
                 &dir.join(super::manifest::MANIFEST),
@@ -153,6 +152,7 @@ impl Index {
                 &manifest.profile,
             )
         })?;
+        let plan = crate::plan::plan_of(&dir, &manifest)?;
 
         // The pages header must describe the same index as the manifest.
         let reader_for = |slot_bytes: usize| {
