@@ -16,16 +16,100 @@
 //! neighbours, which is where the saving comes from; on id order they are
 //! unrelated nodes and block search only adds distance computations.
 
-use super::beam::BeamSearch;
 use super::context::SearchContext;
+use super::expansion::{visited_capacity, Expansion};
+
+/// What a search does with a page it read, the rule the beam and the
+/// pipelined search both plug in: DiskANN's one record per read, or
+/// Starling's block search over every record of the page. Decided once a
+/// page, never per neighbour.
+#[derive(Clone, Copy, Debug)]
+pub enum PageRule {
+    /// Only the records the page was read for.
+    Record,
+    /// Block search with pruning ratio σ (in [0, 1]).
+    Block { sigma: f32 },
+}
+
+impl PageRule {
+    /// Block search when `prune_ratio` is given (clamped to [0, 1]).
+    pub fn new(prune_ratio: Option<f32>) -> Self {
+        match prune_ratio {
+            Some(r) => PageRule::Block {
+                sigma: r.clamp(0.0, 1.0),
+            },
+            None => PageRule::Record,
+        }
+    }
+
+    /// Sizes a query's core for the rule: block search expands the target
+    /// and a few records of each page it reads, and a visited set that
+    /// stays within L1 (32 KB at 2,048 x 1.5 ids) is worth the rare grow.
+    pub fn size(self, core: &mut Expansion, complexity: usize) {
+        if let PageRule::Block { .. } = self {
+            core.reserve_visited(visited_capacity(complexity) * 3 / 2);
+        }
+    }
+
+    /// The part of a page that routes the search: the neighbours of
+    /// `targets` (the nodes it was read for) collected into `core`, and
+    /// with block search the page's other records claimed into `claimed`
+    /// ([`claim_and_route`]). The caller lists what was collected.
+    pub fn route(
+        self,
+        core: &mut Expansion,
+        ctx: &SearchContext,
+        span: &[u8],
+        targets: &[u32],
+        claimed: &mut Vec<(u32, bool)>,
+    ) {
+        match self {
+            PageRule::Block { .. } => claim_and_route(core, ctx, span, targets, claimed),
+            PageRule::Record => {
+                for &t in targets {
+                    core.collect_neighbors(ctx, t, ctx.layout.record_slice(t, span));
+                }
+            }
+        }
+    }
+
+    /// The rest of a page, which need not precede the next reads: the
+    /// targets' exact distances, and with block search (if the page was
+    /// `routed`) the claimed records' ([`explore_others`]). The caller
+    /// lists what was collected.
+    pub fn settle(
+        self,
+        core: &mut Expansion,
+        ctx: &SearchContext,
+        span: &[u8],
+        targets: &[u32],
+        claimed: &[(u32, bool)],
+        routed: bool,
+    ) {
+        for &t in targets {
+            core.add_exact(ctx, t, ctx.layout.record_slice(t, span));
+        }
+        if let (PageRule::Block { sigma }, true) = (self, routed) {
+            explore_others(core, ctx, span, claimed, sigma);
+        }
+    }
+}
 
 /// The part of block search that routes the search (done before the next
 /// reads go out): the page's other records are claimed, so no later hop
 /// reads this page again for them, and the targets' neighbours enter the
-/// candidate list. Claiming comes first, so whether a record counts as
-/// "listed" does not depend on the order of records in the page.
-pub fn claim_and_route(
-    s: &mut BeamSearch,
+/// candidate list. Claimed records stand in the list as expanded entries
+/// at their estimates ([`Expansion::list_held`]): they push out the
+/// candidates they beat, which would otherwise be read before the list
+/// converged (Starling §5.2: both sets are updated with the block search
+/// outcome). Estimates, not exact distances: PQ estimates run low by the
+/// quantisation error (a centroid is its cell's mean), so an exact distance
+/// ranks behind estimates it should beat; at 384-d with 8 dimensions per
+/// sub-space that kept the list from converging. Claiming comes first, so
+/// whether a record counts as "listed" does not depend on the order of
+/// records in the page.
+fn claim_and_route(
+    s: &mut Expansion,
     ctx: &SearchContext,
     span: &[u8],
     targets: &[u32],
@@ -44,7 +128,7 @@ pub fn claim_and_route(
             claimed.push((id, true));
         }
     }
-    s.list_claimed(ctx, claimed);
+    s.list_held(ctx, claimed);
     for &t in targets {
         s.collect_neighbors(ctx, t, record_of(ctx, &records, t, span));
     }
@@ -68,8 +152,8 @@ fn record_of<'a>(
 /// The rest (deferred by the pipeline): exact distances of the claimed
 /// records, then the neighbours of the closest ⌈(ε−1)·σ⌉ of them and of every
 /// one that was waiting in the candidate list.
-pub fn explore_others(
-    s: &mut BeamSearch,
+fn explore_others(
+    s: &mut Expansion,
     ctx: &SearchContext,
     span: &[u8],
     claimed: &[(u32, bool)],
@@ -97,5 +181,5 @@ pub fn explore_others(
             s.collect_neighbors(ctx, id, rec);
         }
     }
-    // Listed by the caller, with the other pages' (`run_deferred`).
+    // Listed by the caller, with the other pages'.
 }

@@ -27,8 +27,8 @@
 
 use std::time::Instant;
 
-use super::beam::visited_capacity;
 use super::context::SearchContext;
+use super::expansion::visited_capacity;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
 use super::{QueryState, QueryStats, Read};

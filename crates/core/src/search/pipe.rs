@@ -13,16 +13,16 @@
 //! kept (PipeANN does not expand it either; beam search would never have
 //! read it).
 //!
-//! The list, visited set, tables and exact distances are those of
-//! [`BeamSearch`], whose parts this search drives in another order; block
-//! search over shuffled pages works as in the beam (Starling §4.2). The
-//! entry points' reads go out before the estimator's table is prepared
-//! ([`BeamSearch::start_unprepared`]): nothing steers them but the entry
-//! search, and the table is ready before they arrive.
+//! The list, visited set, tables and exact distances are an [`Expansion`],
+//! the core the beam search drives too, here in another order; block search
+//! over shuffled pages is the same [`PageRule`] as the beam's (Starling
+//! §4.2). The entry points' reads go out before the estimator's table is
+//! prepared ([`Expansion::start_unprepared`]): nothing steers them but the
+//! entry search, and the table is ready before they arrive.
 
-use super::beam::BeamSearch;
-use super::block;
+use super::block::PageRule;
 use super::context::SearchContext;
+use super::expansion::Expansion;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
 use super::width::{Width, WidthPolicy};
@@ -53,7 +53,7 @@ struct Page {
 }
 
 pub struct PipeSearch {
-    core: BeamSearch,
+    core: Expansion,
     width: Width,
     flights: Vec<Flight>,
     /// Arrived, not routed yet (`step` routes them).
@@ -62,7 +62,7 @@ pub struct PipeSearch {
     deferred: Vec<Page>,
     /// Spent pages, whose buffers are reused.
     spare: Vec<Page>,
-    prune_ratio: Option<f32>,
+    page_rule: PageRule,
     done: bool,
 }
 
@@ -115,23 +115,13 @@ impl PipeSearch {
         self.width.on_arrival(useful, || self.core.progress());
         if useful {
             page.routed = true;
-            match self.prune_ratio {
-                Some(_) => {
-                    block::claim_and_route(
-                        &mut self.core,
-                        ctx,
-                        &page.bytes,
-                        &page.targets,
-                        &mut page.claimed,
-                    );
-                }
-                None => {
-                    for &t in &page.targets {
-                        let rec = ctx.layout.record_slice(t, &page.bytes);
-                        self.core.collect_neighbors(ctx, t, rec);
-                    }
-                }
-            }
+            self.page_rule.route(
+                &mut self.core,
+                ctx,
+                &page.bytes,
+                &page.targets,
+                &mut page.claimed,
+            );
             self.core.list_collected(ctx);
         } else {
             self.core.stats().wasted += 1;
@@ -150,13 +140,14 @@ impl PipeSearch {
         }
         let mut pages = std::mem::take(&mut self.deferred);
         for page in pages.drain(..) {
-            for &t in &page.targets {
-                let rec = ctx.layout.record_slice(t, &page.bytes);
-                self.core.add_exact(ctx, t, rec);
-            }
-            if let (Some(sigma), true) = (self.prune_ratio, page.routed) {
-                block::explore_others(&mut self.core, ctx, &page.bytes, &page.claimed, sigma);
-            }
+            self.page_rule.settle(
+                &mut self.core,
+                ctx,
+                &page.bytes,
+                &page.targets,
+                &page.claimed,
+                page.routed,
+            );
             self.spare.push(page);
         }
         self.core.list_collected(ctx);
@@ -309,13 +300,21 @@ impl Strategy for Pipe {
             }
             None => (None, Vec::new()),
         };
-        let core = BeamSearch::unprepared(old, ctx, query, self.complexity, self.beam_width);
-        parts.truncate(self.beam_width.max(1));
-        // Block search's visited set is sized as the beam's (`with_page_search`).
-        let core = match self.page_search {
-            Some(sigma) => core.with_page_search(sigma),
-            None => core,
+        // Seeding twice would cost the table this is to defer: start from a
+        // core whose seed is cheap to undo (an empty list, a cleared
+        // visited set).
+        let mut core = match old {
+            Some(mut core) => {
+                core.reset(query, self.complexity);
+                core
+            }
+            None => Expansion::new(ctx, query, self.complexity),
         };
+        core.start_unprepared(ctx);
+        parts.truncate(self.beam_width.max(1));
+        // Block search's visited set is sized as the beam's.
+        let page_rule = PageRule::new(self.page_search);
+        page_rule.size(&mut core, self.complexity);
         PipeSearch {
             core,
             width: Width::new(self.width, self.beam_width),
@@ -323,7 +322,7 @@ impl Strategy for Pipe {
             arrived: Vec::new(),
             deferred: Vec::new(),
             spare: parts,
-            prune_ratio: self.page_search.map(|r| r.clamp(0.0, 1.0)),
+            page_rule,
             done: false,
         }
     }

@@ -25,8 +25,8 @@
 //! the top ⌈σ·L⌉ later is counted in [`QueryStats::wasted`] (its exact
 //! distance still joins the result's pool, so recall can only rise).
 
-use super::beam::visited_capacity;
 use super::context::SearchContext;
+use super::expansion::visited_capacity;
 use super::query::PreparedQuery;
 use super::strategy::Strategy;
 use super::{QueryState, QueryStats, Read};
