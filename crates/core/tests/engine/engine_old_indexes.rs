@@ -8,6 +8,7 @@ use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use stratavec::index::Manifest;
+use stratavec::plan::SearchPart;
 use stratavec::{Index, OpenOptions};
 
 fn fixture() -> PathBuf {
@@ -181,15 +182,27 @@ fn every_v2_index_opens_and_searches_as_todays_build_of_it() {
 }
 
 /// `b` answers as `a` does: the same neighbours, distances and reads a
-/// query where `a` repeats itself; where it does not (a search steered by
-/// when its reads arrive), as close to `a` as `a` is to itself.
+/// query; for a search steered by when its reads arrive, as close to `a`
+/// as `a` is to itself.
 fn same_answers(name: &str, a: &Index, b: &Index, queries: &[f32], p: &stratavec::SearchParams) {
     let search = |i: &Index| i.search_batch(queries, 16, p).unwrap();
     let (ra, again, rb) = (search(a), search(a), search(b));
     assert_eq!(ra.failed() + rb.failed(), 0, "{name}");
     assert!(rb.ids.iter().all(|&i| i < 600), "{name}");
     let reads = |r: &stratavec::BatchResult| r.stats.iter().map(|s| s.reads).collect::<Vec<_>>();
-    if (&ra.ids, reads(&ra)) == (&again.ids, reads(&again)) {
+    // The pipelined search and the two-stage search (whose refinement
+    // reads overlap its graph reads) expand reads in the order they arrive:
+    // their paths depend on timing, even when two runs happen to agree.
+    let steered = matches!(
+        a.plan.search,
+        SearchPart::Pipelined { .. } | SearchPart::TwoStage
+    );
+    if !steered {
+        assert_eq!(
+            (&ra.ids, reads(&ra)),
+            (&again.ids, reads(&again)),
+            "{name}: repeats"
+        );
         assert_eq!(ra.ids, rb.ids, "{name}");
         assert_eq!(ra.dists, rb.dists, "{name}");
         assert_eq!(reads(&ra), reads(&rb), "{name}: reads");
