@@ -11,14 +11,20 @@ Prints, as markdown:
     of the old binary (9a74618) and the new one, QPS of each as the median
     over rounds with its range, the new/old QPS ratio (per round, the two
     searches run one after the other) as its median and range, the old
-    binary's own spread (its rounds' min and max over their median), and
-    whether the neighbours returned were the same bytes in every round of
-    both binaries.
+    binary's own spread (its rounds' min and max over their median), whether
+    the median ratio lies inside that spread, whether reads a query were
+    exactly equal in every round of both binaries, and whether the
+    neighbours returned were the same bytes in every round of both
+    ("vary": how many different results each binary returned over its
+    rounds, and how many of them both returned).
 A figure that varies over rounds is shown as its median with its range.
+Rows are grouped by the file they came from (its name, without .jsonl, is
+the first column), so a rerun of the same searches stays a row of its own.
 Standard library only.
 """
 
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -27,8 +33,9 @@ from collections import defaultdict
 def load(paths):
     rows = []
     for path in paths:
+        stem = os.path.splitext(os.path.basename(path))[0]
         with open(path) as f:
-            rows += [json.loads(line) for line in f if line.strip()]
+            rows += [dict(json.loads(line), file=stem) for line in f if line.strip()]
     return rows
 
 
@@ -46,13 +53,13 @@ def spread(values, digits):
 
 def builds_table(rows):
     out = [
-        "| data set | profile | files compared | identical |",
+        "| rows | profile | files compared | identical |",
         "|---|---|---|---|",
     ]
     for r in rows:
         names = " ".join(line.split()[0] for line in r["old_files"] if line)
         out.append(
-            f"| {r['dataset']} | {r['profile']} | {names} | {'yes' if r['identical'] else '**no**'} |"
+            f"| {r['file']} | {r['profile']} | {names} | {'yes' if r['identical'] else '**no**'} |"
         )
     return "\n".join(out)
 
@@ -61,14 +68,14 @@ def searches_table(rows):
     groups = defaultdict(lambda: {"old": {}, "new": {}})
     order = []
     for r in rows:
-        key = (r["dataset"], r["profile"], r["L"])
+        key = (r["file"], r["profile"], r["L"])
         if key not in groups:
             order.append(key)
         groups[key][r["side"]][r["round"]] = r
     out = [
-        "| data set | profile | L | recall@10 old | recall@10 new | reads/query old | reads/query new "
-        "| QPS old | QPS new | new/old QPS | old's own spread | ratio inside | neighbours |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| rows | profile | L | rounds | recall@10 old | recall@10 new | reads/query old | reads/query new "
+        "| reads equal | neighbours | QPS old | QPS new | new/old QPS | old's own spread | ratio inside |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|",
     ]
     for key in order:
         g = groups[key]
@@ -89,15 +96,17 @@ def searches_table(rows):
             ids = f"vary (old {len(ids_o)}, new {len(ids_n)} kinds, {len(ids_o & ids_n)} shared)"
         else:
             ids = f"vary (old {len(ids_o)}, new {len(ids_n)} kinds, none shared)"
+        reads = {r["reads_per_query"] for r in list(old.values()) + list(new.values())}
         ds, profile, l = key
         out.append(
-            f"| {ds} | {profile} | {l} "
+            f"| {ds} | {profile} | {l} | {len(rounds)} "
             f"| {spread([old[r]['recall'] for r in old], 4)} | {spread([new[r]['recall'] for r in new], 4)} "
             f"| {spread([old[r]['reads_per_query'] for r in old], 2)} "
             f"| {spread([new[r]['reads_per_query'] for r in new], 2)} "
+            f"| {'yes' if len(reads) == 1 else 'vary'} | {ids} "
             f"| {spread(qo, 0)} | {spread(qn, 0)} "
             f"| {med_ratio:.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) "
-            f"| {own[0]:.2f}–{own[1]:.2f} | {'yes' if inside else 'no'} | {ids} |"
+            f"| {own[0]:.2f}–{own[1]:.2f} | {'yes' if inside else 'no'} |"
         )
     return "\n".join(out)
 
@@ -110,9 +119,6 @@ def main(paths):
         print(builds_table(builds))
         print()
     if searches:
-        n = sorted({r["round"] for r in searches})
-        print(f"Rounds: {len(n)} a binary; QPS and ratios are medians over them (range in brackets).")
-        print()
         print(searches_table(searches))
 
 
