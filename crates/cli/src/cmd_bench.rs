@@ -348,7 +348,7 @@ fn stratavec_systems<'s>(
         let params = build_params(a, variant, set.budget);
         let dir = a.work.join(index_name(a, variant, set));
         let build = run::build_or_reuse(base, &dir, &params, build_threads, a.rebuild)?;
-        first_index.get_or_insert(dir.join("pages.bin"));
+        first_index.get_or_insert(dir.join(stratavec::layout::PAGES_FILE));
         for (label, io) in tiers(&a.tier, a.io)? {
             let system = match label {
                 Some(t) => format!("stratavec-{}@{t}", variant.name),

@@ -86,11 +86,11 @@ pub fn build(
     );
     write_pages(&staging, &layout, &storage, &lists, input, dtype)?;
     write_clusters(&staging, &layout)?;
-    let mut names = vec!["pages.bin", CLUSTERS_FILE];
+    let mut names = vec![crate::layout::PAGES_FILE, CLUSTERS_FILE];
     let mut quantizer = "none (exact distances over clusters)".to_string();
     if params.ivf_codes {
         quantizer = write_codes(&staging, data, dim, &a, params, pool, &mut report)?;
-        names.extend(["codes.bin", MEMBERS_FILE]);
+        names.extend([crate::plan::codes::PQ_FILE, MEMBERS_FILE]);
     }
     if let Some(ids) = input.ids {
         let path = staging.dir.join(super::ids::IDS_FILE);
@@ -195,7 +195,7 @@ fn write_pages(
     dtype: DType,
 ) -> Result<()> {
     let (data, dim) = (input.data, input.dim);
-    let pages = staging.dir.join("pages.bin");
+    let pages = staging.dir.join(crate::layout::PAGES_FILE);
     let mut w =
         BufWriter::with_capacity(8 << 20, std::fs::File::create(&pages).at("create", &pages)?);
     let vector_bytes = |id: u32, out: &mut [u8]| {
@@ -249,7 +249,7 @@ fn write_codes(
         let codes = cb.encode_all(data);
         (cb, codes)
     });
-    let path = staging.dir.join("codes.bin");
+    let path = staging.dir.join(crate::plan::codes::PQ_FILE);
     super::build::write_file(&path, |w| pq_file::write(w, &cb, &codes))?;
     let path = staging.dir.join(MEMBERS_FILE);
     super::build::write_file(&path, |w| ClusterMembers::new(&a.members).write(w, n))?;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// The neighbour lists of every node and the layout they were read from.
 pub fn read_graph(dir: &Path) -> Result<(CoupledLayout, u32, Vec<Vec<u32>>)> {
-    let path = dir.join("pages.bin");
+    let path = dir.join(crate::layout::PAGES_FILE);
     let mut f =
         std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&path).at("open", &path)?);
     let mut first = vec![0u8; 4096];

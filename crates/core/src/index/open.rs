@@ -140,7 +140,7 @@ impl Index {
             dir: &dir,
             manifest: &manifest,
         };
-        let pages_path = files.path("pages.bin")?;
+        let pages_path = files.path(crate::layout::PAGES_FILE)?;
         if opts.verify_checksums {
             verify_checksums(&dir, &manifest)?;
         }

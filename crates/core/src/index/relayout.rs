@@ -109,7 +109,7 @@ pub fn relayout(
     );
     let source = SourceVectors::open(src, &coupled, to_f16)?;
     let vector_bytes = |id: u32, out: &mut [u8]| source.fill(id, out);
-    let pages_path = staging.dir.join("pages.bin");
+    let pages_path = staging.dir.join(crate::layout::PAGES_FILE);
     let mut w = BufWriter::with_capacity(
         1 << 20,
         std::fs::File::create(&pages_path).at("create", &pages_path)?,
@@ -120,13 +120,16 @@ pub fn relayout(
         .at("write", &pages_path)?;
     drop(w);
     source.finish()?;
-    let map_path = staging.dir.join("map.bin");
+    let map_path = staging.dir.join(crate::layout::position_map::MAP_FILE);
     let mut mw = BufWriter::new(std::fs::File::create(&map_path).at("create", &map_path)?);
     position_map::write(&mut mw, layout.blocks(), &layout.block_map())
         .and_then(|_| mw.flush())
         .at("write", &map_path)?;
     drop(mw);
-    let mut names = vec!["pages.bin", "map.bin"];
+    let mut names = vec![
+        crate::layout::PAGES_FILE,
+        crate::layout::position_map::MAP_FILE,
+    ];
     copy_parts(src, &staging, &manifest, &mut names)?;
     stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
     let profile = crate::profile::of_layout(crate::layout::LayoutKind::Blocked).name;
@@ -186,7 +189,7 @@ pub(super) struct SourceVectors {
 
 impl SourceVectors {
     pub(super) fn open(src: &Path, coupled: &CoupledLayout, to_f16: bool) -> Result<Self> {
-        let path = src.join("pages.bin");
+        let path = src.join(crate::layout::PAGES_FILE);
         let input = std::fs::File::open(&path).at("open", &path)?;
         Ok(SourceVectors {
             path,
@@ -255,7 +258,11 @@ pub(super) fn copy_parts(
     manifest: &Manifest,
     names: &mut Vec<&'static str>,
 ) -> Result<()> {
-    for name in ["codes.bin", "nav.bin", super::ids::IDS_FILE] {
+    for name in [
+        crate::plan::codes::PQ_FILE,
+        crate::plan::entry::NAV_FILE,
+        super::ids::IDS_FILE,
+    ] {
         if manifest.files.contains_key(name) {
             let (from, to) = (src.join(name), staging.dir.join(name));
             std::fs::copy(&from, &to).at("copy", &from)?;

@@ -38,7 +38,7 @@ pub fn relayout_csr(src: &Path, dst: &Path, store: Option<DType>) -> Result<Buil
         &lists,
     );
     let source = SourceVectors::open(src, &coupled, dtype != coupled.dtype)?;
-    let pages_path = staging.dir.join("pages.bin");
+    let pages_path = staging.dir.join(crate::layout::PAGES_FILE);
     let mut w = BufWriter::with_capacity(
         1 << 20,
         std::fs::File::create(&pages_path).at("create", &pages_path)?,
@@ -56,7 +56,7 @@ pub fn relayout_csr(src: &Path, dst: &Path, store: Option<DType>) -> Result<Buil
         .and_then(|_| w.flush())
         .at("write", &offsets_path)?;
     drop(w);
-    let mut names = vec!["pages.bin", csr::OFFSETS_FILE];
+    let mut names = vec![crate::layout::PAGES_FILE, csr::OFFSETS_FILE];
     copy_parts(src, &staging, &manifest, &mut names)?;
     stages.push(("write".to_string(), t.elapsed().as_secs_f64()));
     let profile = crate::profile::of_layout(LayoutKind::Csr).name;

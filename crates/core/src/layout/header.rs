@@ -63,7 +63,7 @@ impl Expected {
             dim: m.dim,
             dtype: m.dtype,
             page_size: m.page_size,
-            file_bytes: m.files.get("pages.bin").map_or(0, |f| f.bytes),
+            file_bytes: m.files.get(super::PAGES_FILE).map_or(0, |f| f.bytes),
         }
     }
 }

@@ -113,7 +113,7 @@ pub fn from_header(
         LayoutKind::Blocked => {
             // `check` tied the page count to the file's size.
             let blocks = (header.pages - 1) as usize;
-            let block_of = position_map::read(&file("map.bin")?, want.n, blocks)?;
+            let block_of = position_map::read(&file(position_map::MAP_FILE)?, want.n, blocks)?;
             Box::new(BlockedLayout::new(
                 header.page_size as usize,
                 header.dim as usize,

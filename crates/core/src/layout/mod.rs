@@ -31,6 +31,10 @@ pub use replicated::ReplicatedLayout;
 pub use replication::ReplicationStats;
 pub use separated::SeparatedLayout;
 
+/// The pages file of every index: page 0 its header, then the records in
+/// the layout's order.
+pub const PAGES_FILE: &str = "pages.bin";
+
 /// A contiguous byte range of the pages file: one read. Page-aligned for
 /// the layouts made for an SSD; any bytes for the CSR layout, made for a
 /// byte-granular tier, whose reads [`Span::aligned`] widens on a backend

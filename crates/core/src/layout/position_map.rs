@@ -8,6 +8,9 @@ use crate::error::{Error, FileContext, Result};
 use std::io::Write;
 use std::path::Path;
 
+/// The blocked layout's id → block map.
+pub const MAP_FILE: &str = "map.bin";
+
 const MAGIC: &[u8; 8] = b"STRVMAP2";
 const HEADER: usize = 24;
 

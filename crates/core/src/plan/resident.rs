@@ -117,7 +117,7 @@ pub fn fill(
             wants.medoid,
             cache_nodes,
             m.n,
-            &files.dir.join("pages.bin"),
+            &files.dir.join(crate::layout::PAGES_FILE),
         )?,
     };
     let adjacency = match &graph_path {

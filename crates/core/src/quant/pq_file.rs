@@ -28,7 +28,11 @@ pub fn write(out: &mut impl Write, cb: &PqCodebook, codes: &[u8]) -> std::io::Re
 /// The quantizer of an index: `codes.bin` in `dir`, for the index that
 /// `manifest` describes.
 pub fn load(dir: &Path, manifest: &crate::index::Manifest) -> Result<super::PqQuantizer> {
-    let (codebook, codes) = read(&dir.join("codes.bin"), manifest.n, manifest.dim)?;
+    let (codebook, codes) = read(
+        &dir.join(crate::plan::codes::PQ_FILE),
+        manifest.n,
+        manifest.dim,
+    )?;
     Ok(super::PqQuantizer::new(codebook, codes, manifest.metric))
 }
 

@@ -35,7 +35,10 @@ pub(super) fn commit(
     let progress = b.progress;
     let stop = || progress.cancelled();
     let mut files = BTreeMap::new();
-    for name in ["pages.bin"].into_iter().chain(b.files.iter().copied()) {
+    for name in [crate::layout::PAGES_FILE]
+        .into_iter()
+        .chain(b.files.iter().copied())
+    {
         let entry = file_entry_until(&b.staging.dir.join(name), &stop)?;
         files.insert(name.to_string(), entry.ok_or_else(|| stopped_at(b.dir))?);
     }

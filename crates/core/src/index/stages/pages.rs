@@ -26,7 +26,7 @@ type Pages<'a> = StopWriter<'a, BufWriter<std::fs::File>>;
 /// Writes the pages (and the layout's own files); returns the layout's
 /// name for the manifest.
 pub(super) fn write(b: &mut Build, graph: &Graph, codes: &Codes) -> Result<&'static str> {
-    let path = b.staging.dir.join("pages.bin");
+    let path = b.staging.dir.join(crate::layout::PAGES_FILE);
     let file = std::fs::File::create(&path).at("create", &path)?;
     b.checkpoint("write")?;
     let mut w = StopWriter {
@@ -57,7 +57,7 @@ pub(super) fn write(b: &mut Build, graph: &Graph, codes: &Codes) -> Result<&'sta
 /// Flushes the pages written by `written`, naming the file in an error,
 /// and ends the build if it was stopped meanwhile.
 fn flushed<T>(b: &Build, w: &mut Pages, written: std::io::Result<T>) -> Result<T> {
-    let path = b.staging.dir.join("pages.bin");
+    let path = b.staging.dir.join(crate::layout::PAGES_FILE);
     let done = written
         .and_then(|t| w.flush().map(|_| t))
         .at("write", &path);
@@ -119,7 +119,7 @@ fn blocks(b: &mut Build, graph: &Graph, codes: &Codes, w: &mut Pages) -> Result<
     let bytes = |id: u32, out: &mut [u8]| b.vector_bytes(id, out);
     let written = layout.write(w, graph.medoid, &assignment, &graph.lists, &bytes);
     flushed(b, w, written)?;
-    b.write_file("map.bin", |w| {
+    b.write_file(crate::layout::position_map::MAP_FILE, |w| {
         position_map::write(w, layout.blocks(), &layout.block_map())
     })?;
     Ok(layout.name())
