@@ -475,7 +475,9 @@ pub fn build_index_with_ids(
         };
         return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
     }
+    let space = crate::graph::BuildSpace::new(&f32_data, dim, params.metric);
     let build = Build {
+        space,
         params,
         plan,
         chosen,

@@ -4,7 +4,7 @@
 
 use super::{stopped_at, Build};
 use crate::error::{Error, Result};
-use crate::graph::{self, BuildSpace, BuildStats, Graph, VamanaParams};
+use crate::graph::{self, BuildStats, Graph, VamanaParams};
 use crate::memory::adjacency_cache;
 use crate::memory::planner::Part;
 use crate::memory::pq_plan::{self, PqPlan, PqPlanInput};
@@ -13,7 +13,6 @@ use std::time::Instant;
 pub(super) fn build(b: &mut Build) -> Result<(Graph, BuildStats)> {
     b.checkpoint("graph")?;
     let t = Instant::now();
-    let space = BuildSpace::new(b.data, b.dim, b.params.metric);
     let p = &b.params;
     let vparams = VamanaParams {
         degree: p.graph_degree,
@@ -28,7 +27,7 @@ pub(super) fn build(b: &mut Build) -> Result<(Graph, BuildStats)> {
     let stop = || progress.cancelled();
     let built = b
         .pool
-        .install(|| graph::build_until(&space, &vparams, &|d, _| progress.set(d as u64), &stop));
+        .install(|| graph::build_until(&b.space, &vparams, &|d, _| progress.set(d as u64), &stop));
     let built = built.ok_or_else(|| stopped_at(b.dir))?;
     progress.finish();
     b.stage("graph", t, 0.0);

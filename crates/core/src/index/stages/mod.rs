@@ -17,6 +17,7 @@ use super::commit::Staging;
 use super::interrupt::{cancelled, checkpoint};
 use crate::data::{DType, Elems};
 use crate::error::{Error, FileContext, Result};
+use crate::graph::BuildSpace;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use std::collections::BTreeMap;
@@ -35,6 +36,9 @@ pub(crate) struct Build<'a> {
     pub report: BuildReport,
     /// The vectors as f32 (cosine data normalised).
     pub data: &'a [f32],
+    /// Exact distances between them (the graph's, and the replicated
+    /// layouts' choice of lists to pack), made once.
+    pub space: BuildSpace<'a>,
     /// The vectors as given (u8 and i8 records keep their own bytes).
     pub elems: Elems<'a>,
     pub ids: Option<&'a [i64]>,

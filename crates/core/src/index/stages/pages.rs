@@ -6,7 +6,7 @@
 use super::codes::Codes;
 use super::{stopped_at, Build};
 use crate::error::{Error, FileContext, Result};
-use crate::graph::{BuildSpace, Graph};
+use crate::graph::Graph;
 use crate::index::interrupt::{unless_cancelled, StopWriter};
 use crate::index::placement;
 use crate::layout::replication::ReplicationStats;
@@ -136,8 +136,7 @@ fn replicated(
 ) -> Result<ReplicationStats> {
     let p = &b.params;
     let (ps, md, n, dim, dtype) = (p.page_size, p.graph_degree, b.n, b.dim, b.dtype);
-    let space = BuildSpace::new(b.data, dim, p.metric);
-    let distance = |u: u32, v: u32| space.dist(u, v);
+    let distance = |u: u32, v: u32| b.space.dist(u, v);
     let bytes = |id: u32, out: &mut [u8]| b.vector_bytes(id, out);
     let (medoid, lists, replicas) = (graph.medoid, &graph.lists, p.replicas);
     let written = match kind {
