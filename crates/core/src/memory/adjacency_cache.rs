@@ -171,6 +171,11 @@ impl AdjacencyCache {
             }
         }
         let m = lo;
+        // Not one list fits: hold nothing, not even the offsets' first
+        // entry, which alone would be 8 bytes past a grant of less.
+        if m == 0 {
+            return Ok(AdjacencyCache::default());
+        }
         let mut f = std::fs::File::open(path).at("open", path)?;
         let lists_at = (HEADER + 12 * n + 8) as u64;
         use std::io::Seek;
@@ -254,6 +259,23 @@ impl AdjacencyCache {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A grant below one list's bytes holds nothing (it held the offsets'
+    /// first entry, 8 bytes past a grant of 0: proptest found n = 1,
+    /// budget = 0).
+    #[test]
+    fn a_grant_too_small_for_one_list_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("graph.bin");
+        let mut f = std::fs::File::create(&path).unwrap();
+        write(&mut f, &[0, 1], &[vec![1], vec![0]]).unwrap();
+        drop(f);
+        for budget in 0..8 {
+            let c = AdjacencyCache::load(&path, 2, budget).unwrap();
+            assert_eq!((c.len(), c.resident_bytes()), (0, 0), "budget {budget}");
+            assert!(c.get(0).is_none());
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(40))]
