@@ -15,10 +15,12 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
-use stratavec::data::{DataError, Metric, Vectors};
+use stratavec::data::{DataError, Vectors};
 mod collection;
 mod interrupt;
-use stratavec::{BatchResult, BuildParams, Error, ErrorKind, OpenOptions, SearchParams};
+mod keywords;
+use stratavec::args::Params;
+use stratavec::{BatchResult, Error, ErrorKind, OpenOptions, SearchParams};
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -216,122 +218,24 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
 }
 
 /// Builds a disk index of `data` in `index_dir`; see `stratavec.build_index`.
+/// The build's parameters are keywords (`params`), parsed by the engine's
+/// parameter set (`keywords::given`): the CLI's flags, by the same names.
 #[pyfunction]
-#[pyo3(signature = (
-    data, index_dir, *, metric = "l2", graph_degree = 64, complexity = None,
-    alpha = 1.2, pq_bytes = None, passes = 1, page_size = None, seed = 42,
-    threads = None, profile = "diskann", shuffle = None, nav_sample = None,
-    store = None, memory_budget_mb = None, layout = None, replicas = None, cache_rank = "nav",
-    node_cache_rank = None, visits_sample = 0.1, column = None, id_column = None, ids = None, code_dim = None, entry_clusters = None,
-    ivf_clusters = None, ivf_replicas = 4, ivf_closure = 0.2, ivf_grouping = "frequency",
-    ivf_codes = false, ivf_sample_nprobe = 64
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, **params))]
 fn build_index<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     index_dir: PathBuf,
-    metric: &str,
-    graph_degree: i64,
-    complexity: Option<i64>,
-    alpha: f64,
-    pq_bytes: Option<i64>,
-    passes: i64,
-    page_size: Option<i64>,
-    seed: u64,
     threads: Option<i64>,
-    profile: &str,
-    shuffle: Option<&str>,
-    nav_sample: Option<f32>,
-    store: Option<&str>,
-    memory_budget_mb: Option<f64>,
-    layout: Option<&str>,
-    replicas: Option<i64>,
-    cache_rank: &str,
-    node_cache_rank: Option<&str>,
-    visits_sample: f32,
     column: Option<String>,
     id_column: Option<String>,
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
-    code_dim: Option<i64>,
-    entry_clusters: Option<i64>,
-    ivf_clusters: Option<i64>,
-    ivf_replicas: i64,
-    ivf_closure: f32,
-    ivf_grouping: &str,
-    ivf_codes: bool,
-    ivf_sample_nprobe: i64,
+    params: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let metric: Metric = metric.parse().map_err(data_err)?;
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
-    let store = store
-        .map(|s| s.parse::<stratavec::data::DType>())
-        .transpose()
-        .map_err(|e| PyValueError::new_err(format!("store: {e}")))?;
-    let base = BuildParams::for_profile(profile);
-    let shuffle = match shuffle {
-        None => base.shuffle,
-        Some(s) => s
-            .parse()
-            .map_err(|e| PyValueError::new_err(format!("shuffle: {e}")))?,
-    };
-    // None: the build fits the value to the data (`stratavec::index::fit`)
-    // and says so in the report's "chosen".
-    let given = |name: &str, v: Option<i64>, default: usize| -> PyResult<usize> {
-        v.map_or(Ok(default), |v| count(name, v, 1))
-    };
-    let layout = layout
-        .map(|l| l.parse::<stratavec::layout::LayoutKind>())
-        .transpose()
-        .map_err(|e| PyValueError::new_err(format!("layout: {e}")))?;
-    let cache_rank = cache_rank
-        .parse()
-        .map_err(|e| PyValueError::new_err(format!("cache_rank: {e}")))?;
-    let node_cache_rank = node_cache_rank
-        .map(|r| r.parse())
-        .transpose()
-        .map_err(|e| PyValueError::new_err(format!("node_cache_rank: {e}")))?
-        .or(base.node_cache_rank);
-    let memory_budget = collection::budget_arg(memory_budget_mb)?;
-    let params = BuildParams {
-        shuffle,
-        layout: layout.or(base.layout),
-        replicas: replicas.map(|r| count("replicas", r, 0)).transpose()?,
-        cache_rank,
-        node_cache_rank,
-        visits_sample,
-        memory_budget,
-        nav_sample: nav_sample.unwrap_or(base.nav_sample),
-        metric,
-        graph_degree: count("graph_degree", graph_degree, 1)?,
-        complexity: given("complexity", complexity, base.complexity)?,
-        alpha: alpha as f32,
-        passes: count("passes", passes, 1)?,
-        pq_bytes: given("pq_bytes", pq_bytes, base.pq_bytes)?,
-        page_size: given("page_size", page_size, base.page_size)?,
-        seed,
-        store,
-        code_dim: code_dim.map(|c| count("code_dim", c, 8)).transpose()?,
-        entry_clusters: entry_clusters
-            .map(|c| count("entry_clusters", c, 1))
-            .transpose()?,
-        ivf_clusters: ivf_clusters
-            .map(|c| count("ivf_clusters", c, 1))
-            .transpose()?,
-        ivf_replicas: count("ivf_replicas", ivf_replicas, 1)?,
-        ivf_closure,
-        ivf_grouping: ivf_grouping
-            .parse()
-            .map_err(|e: String| PyValueError::new_err(format!("ivf_grouping: {e}")))?,
-        ivf_codes,
-        ivf_sample_nprobe: count("ivf_sample_nprobe", ivf_sample_nprobe, 1)?,
-        unset: stratavec::Unset {
-            pq_bytes: pq_bytes.is_none(),
-            page_size: page_size.is_none(),
-            complexity: complexity.is_none(),
-        },
-        ..base
-    };
+    let params = keywords::given(Params::Build, params, &[])?
+        .build_params()
+        .map_err(to_py)?;
     let threads = threads_arg(threads)?;
 
     // A path: the engine maps and validates the file itself.
@@ -455,6 +359,10 @@ fn build_index<'py>(
 // ---------------------------------------------------------------------------
 // Index
 
+/// A range search's first candidate window when not given: it doubles
+/// while the results fill it (`SearchParams::range_phi`).
+const RANGE_WINDOW: usize = 32;
+
 /// An open disk index; see `stratavec.Index`.
 #[pyclass(frozen, module = "stratavec._stratavec", name = "Index")]
 struct Index {
@@ -462,25 +370,16 @@ struct Index {
 }
 
 impl Index {
-    /// The index's search defaults (`Index::search_defaults`) under the
-    /// caller's overrides.
-    fn profile_options(
+    /// The search parameters `kwargs` ask for, over the index's defaults
+    /// (`Index::search_defaults`), with `extra` where not given.
+    fn params(
         &self,
-        switches: stratavec::search::Switches,
-        prune_ratio: f32,
-        nav_complexity: i64,
-        beam_width: Option<i64>,
-        in_flight: Option<i64>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+        extra: &[(&str, String)],
     ) -> PyResult<SearchParams> {
-        let base = self.inner.search_defaults(&switches);
-        let beam_width = beam_width.map(|w| count("beam_width", w, 1)).transpose()?;
-        let in_flight = in_flight.map(|q| count("in_flight", q, 1)).transpose()?;
-        Ok(SearchParams {
-            prune_ratio,
-            nav_complexity: count("nav_complexity", nav_complexity, 1)?,
-            ..base
-        }
-        .with_io(beam_width, in_flight))
+        keywords::given(Params::Search, kwargs, extra)?
+            .search_params(|s| self.inner.search_defaults(s))
+            .map_err(to_py)
     }
 
     /// Queries as one row-major f32 buffer and their count (`query_rows`).
@@ -726,73 +625,30 @@ impl Index {
         Ok(plan)
     }
 
-    /// Searches; see `stratavec.Index.search`.
-    #[pyo3(signature = (
-        queries, k = 10, *, complexity = 64, beam_width = None, threads = None,
-        in_flight = None, return_stats = false, page_search = None, pipeline = None,
-        prune_ratio = 0.3, nav_complexity = 10, on_error = "raise", two_stage = None,
-        refine_ratio = 0.5, adaptive_beam = true,
-        dispatch_ratio = stratavec::search::DEFAULT_DISPATCH_RATIO, pipelined = None,
-        width = None, rerank_factor = 4.0, poll_us = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
+    /// Searches; see `stratavec.Index.search`. The search's parameters are
+    /// keywords (`params`), parsed by the engine's parameter set: the CLI's
+    /// flags, by the same names.
+    #[pyo3(signature = (queries, k = 10, *, return_stats = false, on_error = "raise", **params))]
     fn search<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
         queries: &Bound<'py, PyAny>,
         k: i64,
-        complexity: i64,
-        beam_width: Option<i64>,
-        threads: Option<i64>,
-        in_flight: Option<i64>,
         return_stats: bool,
-        page_search: Option<bool>,
-        pipeline: Option<bool>,
-        prune_ratio: f32,
-        nav_complexity: i64,
         on_error: &str,
-        two_stage: Option<bool>,
-        refine_ratio: f32,
-        adaptive_beam: bool,
-        dispatch_ratio: f32,
-        pipelined: Option<bool>,
-        width: Option<&str>,
-        rerank_factor: f32,
-        poll_us: Option<i64>,
+        params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         // k = 0 and k = -1 get the same message; values above n go to the
         // engine, whose message names the number of vectors.
         let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
-        let width = width
-            .map(str::parse::<stratavec::search::WidthPolicy>)
-            .transpose()
-            .map_err(to_py)?;
-        let switches = stratavec::search::Switches {
-            page_search,
-            pipeline,
-            two_stage,
-            pipelined,
-            width,
-        };
-        let base =
-            this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;
-        let params = SearchParams {
-            k,
-            refine_ratio,
-            adaptive_beam,
-            dispatch_ratio,
-            rerank_factor,
-            poll_us: match poll_us {
-                Some(p) => u32::try_from(count("poll_us", p, 0)?).unwrap_or(u32::MAX),
-                None => base.poll_us,
-            },
-            // L below k cannot return k results; raise it rather than fail.
-            complexity: count("complexity", complexity, 1)?.max(k),
-            threads: threads_arg(threads)?,
-            ..base
-        };
+        if params.is_some_and(|p| p.contains("radius").unwrap_or(false)) {
+            return Err(PyValueError::new_err(
+                "radius: expected no radius for a k-NN search; use Index.range_search",
+            ));
+        }
+        let params = this.params(params, &[("k", k.to_string())])?;
         let (q, nq) = this.queries(py, queries)?;
         let res = py
             .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
@@ -825,50 +681,24 @@ impl Index {
 
     /// Range search; see `stratavec.Index.range_search`. Returns
     /// `(lims, D, I)` as faiss does: query i's results are
-    /// `I[lims[i]:lims[i+1]]`, nearest first.
-    #[pyo3(signature = (
-        queries, radius, *, complexity = 32, beam_width = None, threads = None, in_flight = None,
-        phi = 0.5, max_complexity = 4096, page_search = None, pipeline = None, prune_ratio = 0.3,
-        nav_complexity = 10, on_error = "raise"
-    ))]
-    #[allow(clippy::too_many_arguments)]
+    /// `I[lims[i]:lims[i+1]]`, nearest first. The starting window is 32
+    /// unless `complexity` is given.
+    #[pyo3(signature = (queries, radius, *, on_error = "raise", **params))]
     fn range_search<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
         queries: &Bound<'py, PyAny>,
         radius: f32,
-        complexity: i64,
-        beam_width: Option<i64>,
-        threads: Option<i64>,
-        in_flight: Option<i64>,
-        phi: f32,
-        max_complexity: i64,
-        page_search: Option<bool>,
-        pipeline: Option<bool>,
-        prune_ratio: f32,
-        nav_complexity: i64,
         on_error: &str,
+        params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let mask = on_error_mask(on_error)?;
-        let switches = stratavec::search::Switches {
-            page_search,
-            pipeline,
-            two_stage: None,
-            pipelined: None,
-            width: None,
-        };
-        let base =
-            this.profile_options(switches, prune_ratio, nav_complexity, beam_width, in_flight)?;
-        let params = SearchParams {
-            k: 1,
-            complexity: count("complexity", complexity, 1)?,
-            threads: threads_arg(threads)?,
-            radius: Some(radius),
-            range_phi: phi,
-            range_max_complexity: count("max_complexity", max_complexity, 1)?,
-            ..base
-        };
+        let extra = [
+            ("radius", format!("{radius}")),
+            ("complexity", RANGE_WINDOW.to_string()),
+        ];
+        let params = this.params(params, &extra)?;
         let (q, nq) = this.queries(py, queries)?;
         let res = py
             .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
@@ -920,6 +750,8 @@ mod _stratavec {
         collection_info, commit_collection, merge_results, partition_collection, plan_visits,
         route_queries, segment_budgets, Collection,
     };
+    #[pymodule_export]
+    use super::keywords::parameters;
     #[pymodule_export]
     use super::Index;
 

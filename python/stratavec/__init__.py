@@ -34,12 +34,18 @@ overwrite something that is not an index, and ``OSError`` for I/O failures.
 from __future__ import annotations
 
 import os
-from typing import List, Any, Dict, Optional, Tuple, Union
+import textwrap
+from typing import TYPE_CHECKING, List, Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _stratavec
 from ._stratavec import __version__
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._stratavec import BuildParams, SearchParams
 
 __all__ = [
     "build_index",
@@ -157,36 +163,11 @@ def build_index(
     data: Union[np.ndarray, PathLike, Any],
     index_dir: PathLike,
     *,
-    metric: str = "l2",
-    graph_degree: int = 64,
-    complexity: Optional[int] = None,
-    alpha: float = 1.2,
-    pq_bytes: Optional[int] = None,
-    passes: int = 1,
-    page_size: Optional[int] = None,
-    seed: int = 42,
-    threads: Optional[int] = None,
-    profile: str = "diskann",
-    shuffle: Optional[str] = None,
-    nav_sample: Optional[float] = None,
-    store: Optional[str] = None,
-    memory_budget_mb: Optional[float] = None,
-    layout: Optional[str] = None,
-    replicas: Optional[int] = None,
-    cache_rank: str = "nav",
-    node_cache_rank: Optional[str] = None,
-    visits_sample: float = 0.1,
     ids: Optional[Any] = None,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
-    code_dim: Optional[int] = None,
-    entry_clusters: Optional[int] = None,
-    ivf_clusters: Optional[int] = None,
-    ivf_replicas: int = 4,
-    ivf_closure: float = 0.2,
-    ivf_grouping: str = "frequency",
-    ivf_codes: bool = False,
-    ivf_sample_nprobe: int = 64,
+    threads: Optional[int] = None,
+    **params: Unpack[BuildParams],
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
 
@@ -207,103 +188,6 @@ def build_index(
         Where to write the index. Must not exist, be an empty directory, or
         hold an earlier stratavec index (which is replaced atomically once
         the new one is complete).
-    metric : {"l2", "ip", "cosine"}
-        Distance: squared Euclidean, maximum inner product (aliases
-        ``"inner_product"``, ``"mips"``) or cosine (``"angular"``). ``uint8``
-        and ``int8`` data support ``"l2"`` only.
-    graph_degree : int
-        Maximum out-degree of the graph (DiskANN's ``R``).
-    complexity : int, optional
-        Candidate list size during the build (DiskANN's ``L``); at least
-        ``graph_degree``. Default: 128, or ``graph_degree`` when larger.
-    alpha : float
-        Pruning slack (1.0 to 4.0); larger keeps longer edges.
-    pq_bytes : int, optional
-        Bytes of product-quantization code kept in RAM per vector; at most
-        ``dim``. More bytes: better recall, more memory. Default: 32, or
-        ``dim`` when smaller (one byte a dimension).
-    passes : int
-        Insertion passes (1 like DiskANN's builder, 2 like the Vamana paper).
-    page_size : int, optional
-        Disk page size in bytes: 4096, 8192 or 16384. Default: 4096; for a
-        shuffled layout (``"starling"``) the smallest that holds two
-        records (8192 for 768-d float32).
-    seed : int
-        Seed of every random choice; builds with ``threads=1`` are
-        byte-identical across runs.
-    threads : int, optional
-        Build threads (default: all cores). The index is the same for any
-        value.
-    profile : str
-        Named composition of techniques: ``"laser"`` (AlayaLaser: each
-        record carries its neighbours' codes, none in RAM; ``l2`` or
-        ``"cosine"``), ``"diskann"`` (id-order pages),
-        ``"starling"`` (records shuffled into blocks with their neighbours,
-        searched block by block; Starling, SIGMOD 2024) or ``"gorgeous"``
-        (adjacency lists cached in RAM before vectors, one disk block per
-        node with its neighbours' lists, two-stage search; Gorgeous).
-    shuffle : {"none", "bnp", "bnf", "bns"}, optional
-        Block shuffling; default ``"bnf"`` for ``starling``, ``"none"``
-        otherwise.
-    nav_sample : float, optional
-        Share of the vectors (0 to 0.5) sampled into an in-memory navigation
-        graph that picks each query's entry points (Starling §4.3); 0: none.
-        Default: 0.005 for ``"gorgeous"``, 0 otherwise.
-    store : {"f16"}, optional
-        Element type of the vectors stored on disk, when not the data's own:
-        ``"f16"`` (float data only) halves their bytes, so a block holds more
-        records and the node cache more nodes; exact distances are then to
-        the rounded vectors (relative error 2^-11 per component). Values
-        beyond +-65504 are refused.
-    memory_budget_mb : float, optional
-        The budget the index will be opened with. With ``pq_bytes=None``,
-        profiles that cache the graph (``"gorgeous"``) choose their PQ bytes
-        for it, trying each size on a 1% sample (the report's ``pq_plan``
-        has every size tried).
-    layout : {"coupled", "blocked", "replicated", "separated"}, optional
-        Disk layout when not the profile's (``"replicated"`` for
-        ``"gorgeous"``; coupled or blocked as the shuffle implies otherwise).
-    replicas : int, optional
-        Replicated and separated layouts: at most this many neighbour lists
-        in a node's block. Default: as many as fit.
-    cache_rank : {"nav", "indegree", "bfs", "visits"}
-        Order in which the graph cache holds adjacency lists: nearest the
-        navigation graph first (Gorgeous §4.1), most linked first,
-        breadth-first from the medoid, or most expanded by sample queries.
-    node_cache_rank : {"bfs", "nav", "indegree", "visits"}, optional
-        Order in which the node cache holds whole records, by the same rules
-        (``"bfs"`` is filled at open from the medoid). Default: the
-        profile's (``"visits"`` for laser, pipeann and octopus, else
-        ``"bfs"``).
-    visits_sample : float
-        The ``"visits"`` rank: the share of the rows searched in RAM as
-        sample queries, whose expansions rank the cache (at least 1,000 and
-        at most 10^6 queries), in (0, 1].
-
-    code_dim : int, optional
-        ``laser`` profile: principal dimensions the neighbour codes in each
-        record cover, a multiple of 8 (AlayaLaser §3.2). Default: as many
-        as fit the page.
-    entry_clusters : int, optional
-        ``laser`` profile: k-means clusters whose nearest vectors are the
-        entry candidates (AlayaLaser §4.1). Default: √n within 16..1024.
-    ivf_clusters, ivf_replicas, ivf_closure, ivf_grouping
-        ``ivf`` profile (second-tier memory paper §6): k-means clusters
-        (default one per 100 vectors), clusters a vector may join (1..8; a
-        replica is a 4-byte address), the closure ε (a further cluster is
-        joined within (1 + ε) of the nearest centroid's distance), and where
-        each vector is stored: ``"frequency"`` (beside the cluster sample
-        queries read most), ``"primary"`` or ``"none"`` (id order). Search
-        an ivf index with ``complexity`` = the clusters probed.
-    ivf_codes : bool
-        ``ivf`` profile: also keep ``pq_bytes`` PQ codes and every cluster's
-        members in RAM, so a search scores the probed members on the codes
-        and reads only the best ``rerank_factor`` × k vectors (IVF-PQ with
-        refinement, as faiss's IVFPQ + refine or LanceDB's IVF_PQ).
-    ivf_sample_nprobe : int
-        ``ivf`` profile: clusters each sample query probes when the build
-        counts how often each cluster is read (what the frequency grouping
-        ranks clusters by); best near the ``complexity`` searches will use.
     ids : array-like of int, optional
         One unique integer id a vector (int64, like faiss's
         ``add_with_ids``), kept in the index: :meth:`Index.search` returns
@@ -314,6 +198,16 @@ def build_index(
     id_column : str, optional
         Table input: an integer column of unique ids, kept in the index and
         returned by search instead of row numbers.
+    threads : int, optional
+        Build threads (default: all cores). The index is the same for any
+        value.
+    **params
+        The build's parameters, by the names of ``stratavec build``'s flags
+        (``graph_degree=48`` is ``--graph-degree 48``); what is not given
+        is the profile's, or fitted to the data. An unknown keyword or a
+        value the parameter does not take is a ``ValueError`` naming it:
+
+{build_params}
 
     Returns
     -------
@@ -363,40 +257,8 @@ def build_index(
     if ids is not None:
         ids = _as_ids(ids)
     return _stratavec.build_index(
-        data,
-        index_dir,
-        metric=metric,
-        graph_degree=graph_degree,
-        complexity=complexity,
-        alpha=alpha,
-        pq_bytes=pq_bytes,
-        passes=passes,
-        page_size=page_size,
-        seed=seed,
-        threads=threads,
-        profile=profile,
-        shuffle=shuffle,
-        nav_sample=None if nav_sample is None else float(nav_sample),
-        store=store,
-        memory_budget_mb=memory_budget_mb,
-        layout=layout,
-        replicas=replicas,
-        cache_rank=cache_rank,
-        node_cache_rank=node_cache_rank,
-        visits_sample=float(visits_sample),
-        column=column,
-        id_column=id_column,
-        ids=ids,
-        code_dim=code_dim,
-        entry_clusters=entry_clusters,
-        ivf_clusters=ivf_clusters,
-        ivf_replicas=ivf_replicas,
-        ivf_closure=ivf_closure,
-        ivf_grouping=ivf_grouping,
-        ivf_codes=bool(ivf_codes),
-        ivf_sample_nprobe=ivf_sample_nprobe,
+        data, index_dir, threads=threads, column=column, id_column=id_column, ids=ids, **params
     )
-
 
 class Index:
     """A stratavec index opened for search.
@@ -540,28 +402,18 @@ class Index:
         queries: np.ndarray,
         radius: float,
         *,
-        complexity: int = 32,
-        beam_width: Optional[int] = None,
-        threads: Optional[int] = None,
-        in_flight: Optional[int] = None,
-        phi: float = 0.5,
-        max_complexity: int = 4096,
-        page_search: Optional[bool] = None,
-        pipeline: Optional[bool] = None,
-        prune_ratio: float = 0.3,
-        nav_complexity: int = 10,
         on_error: str = "raise",
+        **params: Unpack[SearchParams],
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every indexed vector within ``radius`` of each query, like faiss.
 
         The distance is the index's reported distance (squared L2, negated
         inner product, or 1 - cosine). The search starts with a candidate
-        list of ``complexity`` and doubles it while at least the share
-        ``phi`` of it lies within the radius, up to ``max_complexity``
-        (Starling's range search; candidates are resumed, never re-searched).
-        ``page_search``, ``pipeline``, ``prune_ratio``, ``nav_complexity``
-        and ``on_error`` are as in :meth:`search` (a masked query has an
-        empty slice).
+        list of ``complexity`` (default 32) and doubles it while at least
+        the share ``range_phi`` of it lies within the radius, up to
+        ``range_max_complexity`` (Starling's range search; candidates are
+        resumed, never re-searched). ``on_error`` and the other keywords
+        are as in :meth:`search` (a masked query has an empty slice).
 
         Returns
         -------
@@ -571,45 +423,16 @@ class Index:
             Query ``i``'s results are ``I[lims[i]:lims[i + 1]]`` with
             distances ``D[lims[i]:lims[i + 1]]``, nearest first.
         """
-        return self._index.range_search(
-            queries,
-            float(radius),
-            complexity=complexity,
-            beam_width=beam_width,
-            threads=threads,
-            in_flight=in_flight,
-            phi=phi,
-            max_complexity=max_complexity,
-            page_search=page_search,
-            pipeline=pipeline,
-            prune_ratio=float(prune_ratio),
-            nav_complexity=nav_complexity,
-            on_error=on_error,
-        )
+        return self._index.range_search(queries, float(radius), on_error=on_error, **params)
 
     def search(
         self,
         queries: np.ndarray,
         k: int = 10,
         *,
-        complexity: int = 64,
-        beam_width: Optional[int] = None,
-        threads: Optional[int] = None,
-        in_flight: Optional[int] = None,
         return_stats: bool = False,
-        page_search: Optional[bool] = None,
-        pipeline: Optional[bool] = None,
-        prune_ratio: float = 0.3,
-        nav_complexity: int = 10,
         on_error: str = "raise",
-        two_stage: Optional[bool] = None,
-        refine_ratio: float = 0.5,
-        adaptive_beam: bool = True,
-        dispatch_ratio: float = 1.0,
-        pipelined: Optional[bool] = None,
-        width: Optional[str] = None,
-        rerank_factor: float = 4.0,
-        poll_us: Optional[int] = None,
+        **params: Unpack[SearchParams],
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
 
@@ -622,81 +445,12 @@ class Index:
             type's range.
         k : int
             Neighbours per query; 1 to ``len(index)``.
-        complexity : int
-            Search list size (DiskANN's ``L``). Larger: better recall, more
-            reads. Raised to ``k`` if smaller.
-        beam_width : int, optional
-            Reads issued per hop (DiskANN's ``W``), 1 to 64. Default: 4; 2
-            for block search over blocks of 6 or more records.
-        threads : int, optional
-            Search threads (default: all cores).
-        in_flight : int, optional
-            Queries each thread keeps in flight, so its reads overlap.
-            Default: 128 / beam width (32 at W = 4, 64 at W = 2); their
-            reads share 64 I/O buffers a thread.
         return_stats : bool
             Also return a dict of statistics: per-query numpy arrays
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
             ``estimated``, ``wasted``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
             ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``,
             and ``errors`` (query index -> message, for failed queries).
-        page_search : bool, optional
-            Block search (Starling §4.2): every record of each page read
-            gets an exact distance, and the closest ``prune_ratio`` share of
-            them are expanded too. Default: on for ``starling`` indexes.
-        pipeline : bool, optional
-            Issue the next reads before the work that does not route the
-            search (Starling §4.2). Default: on for ``starling`` indexes.
-        prune_ratio : float
-            Block search's pruning ratio σ, in [0, 1].
-        nav_complexity : int
-            Search list size of the in-memory navigation graph's search
-            (Starling §4.3), for indexes that have one; its best 4 nodes
-            start the disk search. At least 1.
-        two_stage : bool, optional
-            Gorgeous's two-stage search (§4.2): search on PQ estimates,
-            reading only blocks whose adjacency list is not cached, then
-            read the exact vectors of the best ``refine_ratio`` share of the
-            candidates. Default: on for ``gorgeous`` indexes.
-        refine_ratio : float
-            The two-stage search's refinement ratio σ, in (0, 1].
-        adaptive_beam : bool
-            ``laser`` indexes: rounds read 1, 2, 4, ... nodes up to
-            ``beam_width`` (AlayaLaser §4.2); False reads ``beam_width``
-            from the first round.
-        dispatch_ratio : float
-            ``laser`` indexes: the share of a round's reads that must arrive
-            before the next round is issued (AlayaLaser §4.3's early
-            dispatch), in (0, 1]; 1 (the default) waits for every read:
-            on a virtualized disk, where each submission costs a VM exit,
-            early dispatch cost 17% of QPS at 768-d, and elsewhere it was
-            level (BENCHMARKS.md, Laser section).
-        pipelined : bool, optional
-            PipeANN's pipelined search (OctopusANN §4.3.2): up to
-            ``beam_width`` reads outstanding, each node expanded as its read
-            arrives, no hop barrier. Best for one query at a time. On a
-            ``gorgeous`` index (two-stage search) it pipelines the
-            refinement: settled candidates' vectors are read while the
-            search stage goes on in RAM. Default: on for ``pipeann``
-            indexes.
-        width : {"fixed", "schedule", "double", "adaptive"}, optional
-            How a query's reads grow to ``beam_width`` (OctopusANN §4.3.1):
-            all from the start; by the number of settled candidates; 1, 2,
-            4, ...; or while few arriving reads are wasted. Default: the
-            index profile's (``"fixed"``; ``"double"`` for ``octopus``,
-            ``"adaptive"`` for ``pipeann``).
-        rerank_factor : float
-            ``ivf`` indexes built with ``ivf_codes``: the vectors read for
-            exact distances, as a multiple of ``k`` (the best by PQ
-            estimate among the probed clusters' members); 0 reads every
-            probed member. Default 4.
-        poll_us : int, optional
-            Microseconds a worker polls for a read's completion before it
-            sleeps in the kernel (io_uring; at most 10,000). 0 sleeps at
-            once. Polling saves the wake-up a lone query pays on every read
-            (``threads=1, in_flight=1``), at the cost of a busy core.
-            Default: 1000 for the pipelined search (PipeANN's loop never
-            sleeps), else 0.
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -704,6 +458,13 @@ class Index:
             rows hold ``-1``/``inf``, and a ``RuntimeWarning`` gives the
             count and the first error (``stats["errors"]`` has them all).
             Either way no other query is affected.
+        **params
+            The search's parameters, by the names of ``stratavec search``'s
+            flags (``beam_width=2`` is ``-W 2``); what is not given is the
+            index profile's. An unknown keyword or a value the parameter does
+            not take is a ``ValueError`` naming it:
+
+{search_params}
 
         Returns
         -------
@@ -728,30 +489,36 @@ class Index:
             message says how many and gives the first error).
         """
         return self._index.search(
-            queries,
-            k,
-            complexity=complexity,
-            beam_width=beam_width,
-            threads=threads,
-            in_flight=in_flight,
-            return_stats=return_stats,
-            page_search=page_search,
-            pipeline=pipeline,
-            prune_ratio=float(prune_ratio),
-            nav_complexity=nav_complexity,
-            on_error=on_error,
-            two_stage=two_stage,
-            refine_ratio=float(refine_ratio),
-            adaptive_beam=bool(adaptive_beam),
-            dispatch_ratio=float(dispatch_ratio),
-            pipelined=pipelined,
-            width=width,
-            rerank_factor=float(rerank_factor),
-            poll_us=None if poll_us is None else int(poll_us),
+            queries, k, return_stats=return_stats, on_error=on_error, **params
         )
 
     def __repr__(self) -> str:
         return repr(self._index)
+
+
+def _parameter_docs(which: str, indent: str) -> str:
+    """The numpydoc entries of a parameter set, from the engine's own
+    statement of it (``_stratavec.parameters``: the CLI's help lines)."""
+    out = []
+    for p in _stratavec.parameters(which):
+        kind = p["kind"]
+        if p["values"]:
+            kind = "{" + ", ".join(f'"{v}"' for v in p["values"]) + "}"
+        out.append(f"{indent}{p['keyword']} : {kind}, optional")
+        out.extend(
+            textwrap.wrap(
+                p["help"], 76, initial_indent=indent + "    ", subsequent_indent=indent + "    "
+            )
+        )
+    return "\n".join(out)
+
+
+build_index.__doc__ = (build_index.__doc__ or "").replace(
+    "{build_params}", _parameter_docs("build", "    ")
+)
+Index.search.__doc__ = (Index.search.__doc__ or "").replace(
+    "{search_params}", _parameter_docs("search", "        ")
+)
 
 
 # Collections of segments (stratavec.collection); imported last, as it

@@ -1,46 +1,89 @@
 # Stub of the compiled module; the documented API is in stratavec/__init__.py.
 import os
 import pathlib
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+
+from typing_extensions import Unpack
 
 import numpy as np
 
 __version__: str
 
+def parameters(which: str) -> List[Dict[str, Any]]: ...
+
+class BuildParams(TypedDict, total=False):
+    """`stratavec build`'s flags as keywords (checked against
+    `parameters("build")` by tests/test_stub.py)."""
+
+    profile: str
+    metric: str
+    graph_degree: int
+    complexity: int
+    alpha: float
+    passes: int
+    pq_bytes: int
+    pq_sample: int
+    pq_iters: int
+    page_size: int
+    max_batch_fraction: float
+    seed: int
+    shuffle: str
+    shuffle_iterations: int
+    shuffle_gain: float
+    shuffle_undirected: bool
+    shuffle_nearest: int
+    nav_sample: float
+    nav_degree: int
+    layout: str
+    replicas: int
+    memory_budget_mb: float
+    cache_rank: str
+    node_cache_rank: str
+    visits_sample: float
+    store: str
+    code_dim: int
+    entry_clusters: int
+    ivf_clusters: int
+    ivf_replicas: int
+    ivf_closure: float
+    ivf_grouping: str
+    ivf_sample_nprobe: int
+    ivf_codes: bool
+
+class SearchParams(TypedDict, total=False):
+    """`stratavec search`'s flags as keywords (checked against
+    `parameters("search")` by tests/test_stub.py)."""
+
+    k: int
+    complexity: int
+    beam_width: int
+    threads: int
+    in_flight: int
+    page_search: bool
+    prune_ratio: float
+    pipeline: bool
+    nav_complexity: int
+    two_stage: bool
+    refine_ratio: float
+    radius: float
+    range_phi: float
+    range_max_complexity: int
+    pipelined: bool
+    width: str
+    rerank_factor: float
+    adaptive_beam: bool
+    dispatch_ratio: float
+    poll_us: int
+
 def build_index(
     data: Union[np.ndarray, str, os.PathLike[str]],
     index_dir: Union[str, os.PathLike[str]],
     *,
-    metric: str = "l2",
-    graph_degree: int = 64,
-    complexity: Optional[int] = None,
-    alpha: float = 1.2,
-    pq_bytes: Optional[int] = None,
-    passes: int = 1,
-    page_size: Optional[int] = None,
-    seed: int = 42,
     threads: Optional[int] = None,
-    profile: str = "diskann",
-    shuffle: Optional[str] = None,
-    nav_sample: Optional[float] = None,
-    store: Optional[str] = None,
-    memory_budget_mb: Optional[float] = None,
-    layout: Optional[str] = None,
-    replicas: Optional[int] = None,
-    cache_rank: str = "nav",
-    node_cache_rank: Optional[str] = None,
-    visits_sample: float = 0.1,
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     ids: Optional[np.ndarray] = None,
-    code_dim: Optional[int] = None,
-    entry_clusters: Optional[int] = None,
-    ivf_clusters: Optional[int] = None,
-    ivf_replicas: int = 4,
-    ivf_closure: float = 0.2,
-    ivf_grouping: str = "frequency",
-    ivf_codes: bool = False,
-    ivf_sample_nprobe: int = 64,
+    **params: Unpack[BuildParams],
 ) -> Dict[str, Any]: ...
 
 class Index:
@@ -75,42 +118,18 @@ class Index:
         queries: Any,
         radius: float,
         *,
-        complexity: int = ...,
-        beam_width: Optional[int] = ...,
-        threads: Optional[int] = ...,
-        in_flight: Optional[int] = ...,
-        phi: float = ...,
-        max_complexity: int = ...,
-        page_search: Optional[bool] = ...,
-        pipeline: Optional[bool] = ...,
-        prune_ratio: float = ...,
-        nav_complexity: int = ...,
         on_error: str = ...,
-    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+        **params: Unpack[SearchParams],
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def search(
         self,
         queries: np.ndarray,
         k: int = 10,
         *,
-        complexity: int = 64,
-        beam_width: Optional[int] = None,
-        threads: Optional[int] = None,
-        in_flight: Optional[int] = None,
         return_stats: bool = False,
-        page_search: Optional[bool] = None,
-        pipeline: Optional[bool] = None,
-        prune_ratio: float = 0.3,
-        nav_complexity: int = 10,
         on_error: str = "raise",
-        two_stage: Optional[bool] = None,
-        refine_ratio: float = 0.5,
-        adaptive_beam: bool = True,
-        dispatch_ratio: float = 1.0,
-        pipelined: Optional[bool] = None,
-        width: Optional[str] = None,
-        rerank_factor: float = 4.0,
-        poll_us: int = 0,
-    ) -> Tuple[Any, ...]: ...
+        **params: Unpack[SearchParams],
+) -> Tuple[Any, ...]: ...
 
 # Collections of segments (stratavec.collection; issue #24).
 

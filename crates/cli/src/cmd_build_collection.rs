@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let params = cmd_build::params(&a.build);
+    let params = cmd_build::params(&a.build)?;
     let threads = a.build.threads();
     let (data, dir) = (a.build.data(), a.build.out_dir());
     if a.build.table_columns_given() || stratavec::data::is_table(data) {

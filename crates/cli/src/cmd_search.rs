@@ -17,98 +17,19 @@ pub struct Args {
     /// Ground truth (.ibin/.ivecs); without it recall is not reported.
     #[arg(long)]
     gt: Option<PathBuf>,
-    /// Neighbours to return per query; recall is recall@k.
-    #[arg(short = 'k', default_value_t = 10)]
-    k: usize,
-    /// Search list sizes to sweep, one row each (raised to k when below).
-    #[arg(short = 'L', long = "complexity", num_args = 1.., default_values_t = [20, 50, 100, 200])]
-    l: Vec<usize>,
-    /// Reads per hop (DiskANN's beam width W). Default: the index profile's
-    /// (4 for diskann, 2 for starling).
-    #[arg(long, short = 'W')]
-    beam_width: Option<usize>,
+    /// The search's parameters (`stratavec::SearchParams`, each stated
+    /// there); -L takes a list, one row each.
+    #[command(flatten)]
+    params: crate::params::SearchFlags,
     /// RAM the index may hold (PQ codes + node cache + I/O buffers), in MB
     /// (10^6 bytes). Default: codes and buffers only, no cache.
     #[arg(long)]
     memory_budget_mb: Option<f64>,
-    /// Search threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Queries each thread keeps in flight. Default: 128 / W (32 at W = 4,
-    /// 64 at W = 2); their reads share 64 buffers a thread.
-    #[arg(long)]
-    in_flight: Option<usize>,
-    /// Block search: use every record of each page read (Starling §4.2).
-    /// Default: on for indexes of the starling profile.
-    #[arg(long)]
-    page_search: Option<bool>,
-    /// Block search pruning ratio σ.
-    #[arg(long, default_value_t = 0.3)]
-    prune_ratio: f32,
-    /// I/O–computation pipeline: issue the next reads before the work that
-    /// does not route the search (Starling §4.2). Default: on for indexes of
-    /// the starling profile.
-    #[arg(long)]
-    pipeline: Option<bool>,
-    /// Two-stage search (Gorgeous §4.2): search on PQ estimates, reading
-    /// only blocks whose adjacency list is not cached, then read the exact
-    /// vectors of the top ⌈σ·L⌉ candidates. Default: on for indexes of the
-    /// gorgeous profile.
-    #[arg(long)]
-    two_stage: Option<bool>,
-    /// PipeANN's pipelined search (OctopusANN §4.3.2): up to W reads
-    /// outstanding, each node expanded as its read arrives, no hop
-    /// barrier. Default: on for indexes of the pipeann profile.
-    #[arg(long)]
-    pipelined: Option<bool>,
-    /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
-    /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow while
-    /// few reads are wasted). Default: the index profile's (fixed for
-    /// diskann, schedule for octopus, adaptive for pipeann).
-    #[arg(long)]
-    width: Option<stratavec::search::WidthPolicy>,
-    /// Two-stage search refinement ratio σ in (0, 1].
-    #[arg(long, default_value_t = 0.5)]
-    refine_ratio: f32,
-    /// Laser indexes: rounds read 1, 2, 4, ... nodes up to W (AlayaLaser
-    /// §4.2); false reads W from the first round.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    adaptive_beam: bool,
-    /// Laser indexes: the share of a round's reads that must arrive before
-    /// the next round goes out (AlayaLaser §4.3, early dispatch); 1 waits
-    /// for all of them, as DiskANN's hop does (the default: see
-    /// `DEFAULT_DISPATCH_RATIO`).
-    #[arg(long, default_value_t = stratavec::search::DEFAULT_DISPATCH_RATIO)]
-    dispatch_ratio: f32,
-    /// ivf indexes built with --ivf-codes: vectors read for exact
-    /// distances, as a multiple of k (the best by PQ estimate among the
-    /// probed clusters' members); 0 reads every probed member.
-    #[arg(long, default_value_t = 4.0)]
-    rerank_factor: f32,
-    /// Microseconds a worker polls for a read's completion before it
-    /// sleeps in the kernel (io_uring); 0 sleeps at once. Polling saves a
-    /// wake-up a completion, which a lone query pays on every read, and
-    /// spends the otherwise idle core. Default: 1000 for the pipelined
-    /// search (PipeANN's loop never sleeps), else 0.
-    #[arg(long)]
-    poll_us: Option<u32>,
     /// Start from the index's entry part when it has one (the navigation
     /// graph, Starling §4.3; laser's cluster entries, AlayaLaser §4.1);
     /// false starts from the medoid and gives its memory to the cache.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     nav_graph: bool,
-    /// Search list size of the navigation graph's search (its best 4 nodes
-    /// start the disk search).
-    #[arg(long, default_value_t = stratavec::search::NAV_COMPLEXITY)]
-    nav_complexity: usize,
-    /// Range search: every vector within this distance; --gt must then be a
-    /// range ground truth (`stratavec gt --radius`). Reports AP, recall and
-    /// precision instead of recall@k.
-    #[arg(long)]
-    radius: Option<f32>,
-    /// Range search: the window doubles while results fill this share of it.
-    #[arg(long, default_value_t = 0.5)]
-    range_phi: f32,
     /// I/O backend: auto, io_uring, pread, buffered, ram; the memory tiers
     /// mmap (the file mapped, local memory) and simulated:LAT_NS[,GBPS]
     /// (mmap held to a tier's latency and bandwidth).
@@ -163,11 +84,11 @@ struct Row {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let threads = a.threads.unwrap_or_else(crate::default_threads);
+    let threads = a.threads();
     // Every argument is checked before any output or work: first what needs
     // no index, then (after opening it) what does.
-    for &l in &a.l {
-        a.params(SearchParams::default(), l, threads).check()?;
+    for &l in &a.params.complexities {
+        a.params(|_| SearchParams::default(), l)?.check()?;
     }
     let opts = OpenOptions {
         memory_budget_bytes: a.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
@@ -177,7 +98,7 @@ pub fn run(a: Args) -> Result<()> {
         navigation_graph: a.nav_graph,
         ..Default::default()
     }
-    .reserve_for(a.beam_width, a.in_flight);
+    .reserve_for(a.given().get("beam_width"), a.given().get("in_flight"));
     let probe = a.probe();
     if let Some(p) = &probe {
         p.check()?;
@@ -187,17 +108,18 @@ pub fn run(a: Args) -> Result<()> {
     qfile.check_dim(index.dim(), "index")?;
     let nq = qfile.n();
     // Each L's request, made once and checked before any output or work.
-    let defaults = index.search_defaults(&a.switches());
-    let requests: Vec<(usize, SearchParams)> =
-        a.l.iter()
-            .map(|&l| (l, a.params(defaults.clone(), l, threads)))
-            .collect();
+    let requests = a
+        .params
+        .complexities
+        .iter()
+        .map(|&l| Ok((l, a.params(|s| index.search_defaults(s), l)?)))
+        .collect::<Result<Vec<(usize, SearchParams)>>>()?;
     for (_, params) in &requests {
         index.check_search(params, nq)?;
     }
     let queries = qfile.to_f32_vec();
-    if let Some(radius) = a.radius {
-        return run_range(&a, index.single()?, &queries, qfile.dim(), radius, threads);
+    if let Some(radius) = a.given().get::<f32>("radius") {
+        return run_range(&a, index.single()?, &queries, qfile.dim(), radius);
     }
     let gt = match &a.gt {
         Some(p) => {
@@ -215,12 +137,12 @@ pub fn run(a: Args) -> Result<()> {
     };
     // Recall@k needs the true k nearest; a shallower ground truth leaves the
     // column empty, and the note below the table says why.
+    let k = requests.first().map_or(1, |(_, p)| p.k);
     let shallow = match (&a.gt, &gt) {
-        (Some(p), Some(gt)) if gt.k < a.k => Some(format!(
+        (Some(p), Some(gt)) if gt.k < k => Some(format!(
             "note: recall@{k} needs ground truth of depth >= {k}; {} has depth {}",
             p.display(),
             gt.k,
-            k = a.k
         )),
         _ => None,
     };
@@ -248,8 +170,8 @@ pub fn run(a: Args) -> Result<()> {
         let res = last.insert(res);
         let row = Row {
             l,
-            k: a.k,
-            measured: measure(res, gt.as_ref(), a.k)?,
+            k,
+            measured: measure(res, gt.as_ref(), k)?,
             memory_bytes: index.memory_bytes(),
             beam_width: params.beam_width,
             threads,
@@ -326,45 +248,35 @@ impl Args {
         Some(p)
     }
 
-    fn switches(&self) -> stratavec::search::Switches {
-        stratavec::search::Switches {
-            page_search: self.page_search,
-            pipeline: self.pipeline,
-            two_stage: self.two_stage,
-            pipelined: self.pipelined,
-            width: self.width,
-        }
+    fn given(&self) -> &stratavec::args::Given {
+        &self.params.given
+    }
+
+    fn threads(&self) -> usize {
+        self.given()
+            .get("threads")
+            .unwrap_or_else(crate::default_threads)
     }
 
     /// The search parameters of the row at list size `l` (raised to k for
-    /// k-NN, the starting window for range search): `base` (the index's
-    /// defaults: block search for the starling profile, and the beam that
-    /// suits its blocks) under whatever was given.
-    fn params(&self, base: SearchParams, l: usize, threads: usize) -> SearchParams {
-        let knn = SearchParams {
-            k: self.k,
-            complexity: l.max(self.k),
-            threads,
-            prune_ratio: self.prune_ratio,
-            refine_ratio: self.refine_ratio,
-            nav_complexity: self.nav_complexity,
-            adaptive_beam: self.adaptive_beam,
-            dispatch_ratio: self.dispatch_ratio,
-            rerank_factor: self.rerank_factor,
-            poll_us: self.poll_us.unwrap_or(base.poll_us),
-            ..base
+    /// k-NN, the starting window for range search): the index's defaults
+    /// (block search for the starling profile, and the beam that suits its
+    /// blocks) under whatever was given.
+    fn params(
+        &self,
+        defaults: impl FnOnce(&stratavec::search::Switches) -> SearchParams,
+        l: usize,
+    ) -> Result<SearchParams> {
+        let p = self.given().search_params(defaults)?;
+        let complexity = match p.radius {
+            Some(_) => l,
+            None => l.max(p.k),
         };
-        let p = match self.radius {
-            Some(radius) => SearchParams {
-                k: 1,
-                complexity: l,
-                radius: Some(radius),
-                range_phi: self.range_phi,
-                ..knn
-            },
-            None => knn,
-        };
-        p.with_io(self.beam_width, self.in_flight)
+        Ok(SearchParams {
+            complexity,
+            threads: self.threads(),
+            ..p
+        })
     }
 }
 
@@ -376,7 +288,6 @@ fn run_range(
     queries: &[f32],
     dim: usize,
     radius: f32,
-    threads: usize,
 ) -> Result<()> {
     let gt = match &a.gt {
         Some(p) => Some(stratavec::data::RangeGroundTruth::read(p)?),
@@ -388,8 +299,8 @@ fn run_range(
             "L", "AP", "recall", "precision", "results", "QPS", "reads", "widen"
         );
     }
-    for &l in &a.l {
-        let params = a.params(index.search_defaults(&a.switches()), l, threads);
+    for &l in &a.params.complexities {
+        let params = a.params(|s| index.search_defaults(s), l)?;
         let res = index
             .search_batch(queries, dim, &params)
             .with_context(|| format!("range search at L={l}"))?;

@@ -19,6 +19,7 @@ mod cmd_search;
 mod cmd_shuffle;
 mod cmd_synth;
 mod measured;
+mod params;
 mod progress;
 mod search_target;
 

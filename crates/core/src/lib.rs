@@ -4,6 +4,7 @@
 //! read order).
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod collection;
 pub mod data;
 pub mod entry;

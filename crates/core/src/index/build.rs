@@ -25,132 +25,231 @@ use std::time::Instant;
 
 /// Everything that decides the bytes of an index. Thread count is not here:
 /// the build gives the same bytes for any number of threads.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+///
+/// Each field is a parameter stated once: its doc line is the CLI's help
+/// (`stratavec build --help`) and Python's docstring (`build_index`), its
+/// name the flag and the keyword (`crate::args`); a default that depends on
+/// the profile or the data comes from [`BuildParams::for_profile`] and the
+/// build's fit (`index::fit`), not from the flag.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, clap::Args)]
 pub struct BuildParams {
+    /// Named composition of parts (`stratavec::profile`): diskann (id-order
+    /// pages, node cache, beam search), starling (records shuffled into
+    /// blocks with their neighbours, block search), gorgeous (adjacency
+    /// lists cached before vectors, replicated blocks, two-stage search;
+    /// give --memory-budget-mb to size its PQ codes), laser (neighbour codes
+    /// in each record and none in RAM, visit-frequency node cache, cluster
+    /// entry points, adaptive beam; l2 or cosine), pipeann (id-order pages,
+    /// navigation graph, pipelined search with a waste-driven width),
+    /// octopus (OctopusANN's C5: navigation graph, shuffled blocks, block
+    /// search, dynamic width), tiered or ivf (second-tier memory). Default:
+    /// diskann.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::profile::names()))]
     pub profile: String,
+    /// Distance: l2 (squared Euclidean), ip (maximum inner product; aliases
+    /// inner_product, mips) or cosine (angular); uint8 and int8 data support
+    /// l2 only. Default: l2.
+    #[arg(long)]
     pub metric: Metric,
-    /// Maximum out-degree R.
+    /// Maximum out-degree R of the graph. Default: 64.
+    #[arg(long, short = 'R')]
     pub graph_degree: usize,
-    /// Build list size L.
+    /// Build search list size L; at least R. Default: 128, or R when R is
+    /// larger.
+    #[arg(long)]
     pub complexity: usize,
+    /// Pruning slack α (1.0-4.0) of the robust prune: an edge p→c is dropped
+    /// when a neighbour n already kept has α·d(n, c) <= d(p, c); larger α
+    /// drops fewer, keeping longer edges (fewer hops, more edges). Default:
+    /// 1.2.
+    #[arg(long)]
     pub alpha: f32,
     /// Insertion passes (1 = DiskANN's builder, 2 = the Vamana paper).
+    /// Default: 1.
+    #[arg(long)]
     pub passes: usize,
-    /// PQ code bytes per vector (sub-spaces M).
+    /// PQ code bytes per vector kept in RAM for search (sub-spaces M); at
+    /// most the dimension. More bytes: better recall, more memory. Default:
+    /// 32, or the dimension when it is smaller; with --memory-budget-mb, profiles
+    /// that cache the graph (gorgeous) choose it for the budget.
+    #[arg(long)]
     pub pq_bytes: usize,
-    /// Vectors sampled to train PQ.
+    /// Vectors sampled to train PQ. Default: 65536.
+    #[arg(long)]
     pub pq_sample: usize,
-    /// k-means iterations per PQ sub-space.
+    /// k-means iterations per PQ sub-space. Default: 10.
+    #[arg(long)]
     pub pq_iters: usize,
-    /// Disk page size: 4096, 8192 or 16384.
+    /// Disk page size in bytes: 4096, 8192 or 16384. Default: 4096, or for
+    /// shuffled blocks (starling) the smallest that holds 2 records.
+    #[arg(long)]
     pub page_size: usize,
-    /// Largest insertion batch as a fraction of n.
+    /// Largest insertion batch of the graph build, as a fraction of n.
+    /// Default: 0.02.
+    #[arg(long)]
     pub max_batch_fraction: f32,
+    /// Seed of every random choice (PQ sample, insertion order, navigation
+    /// sample): the same seed and data give a byte-identical index.
+    /// Default: 42.
+    #[arg(long)]
     pub seed: u64,
-    /// Block shuffle of the records (Starling §4.1); `none` keeps id order
-    /// (DiskANN's coupled layout).
+    /// Block shuffle of the records (Starling §4.1): none, bnp, bnf or bns;
+    /// none keeps id order (DiskANN's coupled layout). Default: bnf for the
+    /// starling and octopus profiles, none otherwise.
     #[serde(default = "no_shuffle")]
+    #[arg(long)]
     pub shuffle: Shuffle,
-    /// BNF/BNS iterations β.
+    /// BNF/BNS iterations β. Default: 8.
     #[serde(default = "default_shuffle_iterations")]
+    #[arg(long)]
     pub shuffle_iterations: usize,
-    /// BNF/BNS OR(G) gain threshold τ.
+    /// BNF/BNS gain threshold τ of the overlap ratio OR(G). Default: 0.01.
     #[serde(default = "default_shuffle_gain")]
+    #[arg(long)]
     pub shuffle_gain: f64,
-    /// Shuffle by the undirected graph (`ShuffleParams::undirected`;
-    /// `None`: by the records per block).
+    /// Shuffle by the undirected graph (in- and out-neighbours); false uses
+    /// out-neighbours only, as the paper does. Default: undirected when
+    /// blocks hold 4 or more records.
+    // `None`: by the records per block (`ShuffleParams::undirected`).
     #[serde(default)]
+    #[arg(long)]
     pub shuffle_undirected: Option<bool>,
-    /// Place records beside their k nearest nodes
-    /// (`ShuffleParams::nearest`; `None`: by the records per block). An
-    /// index from before this choice placed by the graph: it reads as 0.
+    /// Place each record beside its K nearest nodes within two hops in the
+    /// graph (ranked by PQ) instead of beside its graph neighbours; 0: by
+    /// the graph. Default: 24 when blocks hold 4 or more records, else 0.
+    // `None`: by the records per block (`ShuffleParams::nearest`). An index
+    // from before this choice placed by the graph: it reads as 0.
     #[serde(default = "by_the_graph")]
+    #[arg(long, value_name = "K")]
     pub shuffle_nearest: Option<usize>,
-    /// In-memory navigation graph over this fraction of the vectors
-    /// (Starling §4.3); 0 = start every query at the medoid.
+    /// Share of the vectors (0 to 0.5) sampled into an in-memory navigation
+    /// graph that picks each query's entry points (Starling §4.3); 0 = start
+    /// every query at the medoid. Default: the profile's (0.005 for
+    /// gorgeous, 0.01 for pipeann, 0.002 for octopus; 0 for diskann and
+    /// starling, where with a BFS node cache around the medoid, starting
+    /// elsewhere costs more reads than it saves).
     #[serde(default)]
+    #[arg(long)]
     pub nav_sample: f32,
-    /// Degree of the navigation graph.
+    /// Out-degree of the navigation graph. Default: 32.
     #[serde(default = "default_nav_degree")]
+    #[arg(long)]
     pub nav_degree: usize,
-    /// How records are laid on disk when it is not what the shuffle implies
-    /// (coupled without one, blocked with one): the replicated or separated
-    /// layouts of Gorgeous §3.4. `None`: as the shuffle implies.
+    /// Disk layout when it is not the profile's: coupled (id order),
+    /// blocked (needs a shuffle), replicated (one block per node with its
+    /// neighbours' lists, Gorgeous §3.4) or separated (graph blocks, then
+    /// vector pages). Default: the profile's, or what the shuffle implies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub layout: Option<LayoutKind>,
     /// Replicated and separated layouts: at most this many neighbour lists
-    /// packed into a node's block (Gorgeous §4.1's R); `None`: as many as
+    /// packed into a node's block (Gorgeous §4.1's R). Default: as many as
     /// fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub replicas: Option<usize>,
-    /// The memory budget (bytes) the index is meant to be opened with: with
-    /// `pq_bytes` left unset, profiles that cache the graph choose their PQ
-    /// bytes by it (`memory::pq_plan`, Gorgeous §4.1 ①).
+    /// The memory budget (MB, 10^6 bytes) the index will be opened with.
+    /// Profiles that cache the graph (gorgeous) then choose their PQ bytes
+    /// for it when --pq-bytes is not given, trying each size on a 1% sample
+    /// (Gorgeous §4.1 ①); the build report's pq_plan shows the sizes tried.
+    // Recorded in bytes (`memory::pq_plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long = "memory-budget-mb", value_name = "MB", value_parser = crate::args::megabytes)]
     pub memory_budget: Option<u64>,
-    /// Order in which the graph cache holds adjacency lists (profiles
-    /// whose memory plan has one; `memory::cache_rank`).
+    /// Order in which the graph cache holds adjacency lists (profiles with
+    /// one: gorgeous): nav (distance to the navigation graph, Gorgeous
+    /// §4.1), indegree (most linked first), bfs (from the medoid) or visits
+    /// (most expanded by sample queries). Default: nav.
+    // `memory::cache_rank`.
     #[serde(default)]
+    #[arg(long)]
     pub cache_rank: CacheRank,
-    /// Order in which the node cache holds whole records, when not the
-    /// profile's (`Profile::node_cache`): `bfs` leaves it to the open
-    /// (breadth-first from the medoid), any other rank is computed here and
-    /// written as `order.bin`.
+    /// Order in which the node cache holds whole records: bfs (from the
+    /// medoid, filled at open), nav (nearest the navigation graph's nodes,
+    /// where searches start), indegree (most linked first) or visits (most
+    /// expanded by sample queries). Default: the profile's (visits for
+    /// laser, pipeann and octopus, else bfs).
+    // Any rank but bfs is computed by the build and written as `order.bin`
+    // (`Profile::node_cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub node_cache_rank: Option<CacheRank>,
-    /// The `visits` rank (of either cache): the share of the rows searched
-    /// in RAM as sample queries, whose expansions it counts
-    /// (`cache_rank::visit_queries`). An index from before this was a
-    /// parameter sampled 1%.
+    /// The visits rank: the share of the rows searched in RAM as sample
+    /// queries, whose expansions rank the cache (at least 1,000 and at most
+    /// 10^6 queries), in (0, 1]. Default: 0.1.
+    // `cache_rank::visit_queries`. An index from before this was a
+    // parameter sampled 1%.
     #[serde(default = "built_before_visits_sample")]
+    #[arg(long)]
     pub visits_sample: f32,
-    /// Element type of the vectors stored on disk when it differs from the
-    /// data's: `f16` (from float data) halves the record's vector bytes, so
-    /// a block holds more records and the node cache more nodes, at a
-    /// relative rounding error of 2^-11 per component in exact distances.
-    /// `None`: the data's own type.
+    /// Element type of the vectors stored on disk, when not the data's own:
+    /// f16 (float data only) halves their bytes, so a block holds more
+    /// records and the node cache more nodes, at a relative rounding error
+    /// of 2^-11 per component in exact distances; values beyond ±65504 are
+    /// refused. Default: the data's type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub store: Option<DType>,
-    /// Laser layout: principal dimensions the neighbour codes cover
-    /// (AlayaLaser §3.2; a multiple of 4). `None`: fitted to the data
-    /// (`fit::default_code_dim`).
+    /// Laser profile: principal (PCA) dimensions the neighbour codes in each
+    /// record cover, a multiple of 8 (AlayaLaser §3.2). Default: as many as
+    /// the page holds, the page being the smallest that holds codes over
+    /// two thirds of the dimensions (the build report says which).
+    // `fit::default_code_dim`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub code_dim: Option<usize>,
-    /// Laser profile: k-means clusters whose nearest vectors are the entry
-    /// candidates (AlayaLaser §4.1). `None`: √n within 16..=1024.
+    /// Laser profile: k-means clusters whose nearest vectors are the
+    /// candidate entry points (AlayaLaser §4.1). Default: √n within
+    /// 16..=1024.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub entry_clusters: Option<usize>,
-    /// ivf profile (paper 002 §6): k-means clusters (`None`: one per
-    /// `build_ivf::VECTORS_PER_CLUSTER` vectors).
+    /// ivf profile: k-means clusters (paper 002 §6). Default: one per 100
+    /// vectors.
+    // `build_ivf::VECTORS_PER_CLUSTER`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
     pub ivf_clusters: Option<usize>,
-    /// ivf profile: clusters a vector may join, 1..=8 (1: no replication).
+    /// ivf profile: clusters a vector may join, 1..=8 (1: no replication); a
+    /// replica is a 4-byte address, not a copy. Default: 4.
     #[serde(default = "one")]
+    #[arg(long)]
     pub ivf_replicas: usize,
     /// ivf profile: a further cluster is joined when its centroid is within
-    /// (1 + this) of the nearest's distance (SPANN's closure ε).
+    /// (1 + this) of the nearest one's distance (SPANN's closure ε).
+    /// Default: 0.2.
     #[serde(default = "default_ivf_closure")]
+    #[arg(long)]
     pub ivf_closure: f32,
-    /// ivf profile: where each vector is stored (§6.2).
+    /// ivf profile: where each vector is stored: frequency (beside the
+    /// cluster sample queries read most, §6.2), primary (its nearest
+    /// cluster) or none (id order: every member a small read). Default:
+    /// frequency.
     #[serde(default)]
+    #[arg(long)]
     pub ivf_grouping: crate::layout::ivf_assign::Grouping,
-    /// ivf profile: the clusters each sample query probes when the build
-    /// counts how often each cluster is read (§6.2's h_j, which the
-    /// frequency grouping ranks clusters by): best near the nprobe the
-    /// searches will use; at most a quarter of the clusters are probed. (A manifest without it was built with 8, the
-    /// value before it was a parameter.)
+    /// ivf profile: clusters each sample query probes when the build counts
+    /// how often each cluster is read (the frequency grouping's h_j, §6.2);
+    /// best near the nprobe (-L) searches will use; at most a quarter of
+    /// the clusters are probed. Default: 64.
+    // A manifest without it was built with 8, the value before it was a
+    // parameter.
     #[serde(default = "built_before_ivf_sample_nprobe")]
+    #[arg(long)]
     pub ivf_sample_nprobe: usize,
-    /// ivf profile: also train `pq_bytes` PQ codes and keep every
-    /// cluster's members beside them (`codes.bin`, `members.bin`), so a
-    /// search scores the probed members in RAM and reads only the best few
-    /// vectors (IVF-PQ with refinement; `layout::ivf_members`).
+    /// ivf profile: also keep PQ codes (--pq-bytes) and every cluster's
+    /// members in RAM, so a search scores the probed members on the codes
+    /// and reads only the best --rerank-factor x k vectors (IVF-PQ with
+    /// refinement, as faiss's IVFPQ + refine or LanceDB's IVF_PQ; files
+    /// `codes.bin`, `members.bin`). Default: false.
     #[serde(default)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ivf_codes: bool,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
     #[serde(skip)]
+    #[arg(skip)]
     pub unset: Unset,
 }
 

@@ -33,92 +33,134 @@ pub use width::{Width, WidthPolicy};
 use serde::{Deserialize, Serialize};
 
 /// Parameters of one search call.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+///
+/// Each field is a parameter stated once: its doc line is the CLI's help
+/// (`stratavec search --help`) and Python's docstring (`Index.search`), its
+/// name the flag and the keyword (`crate::args`); the defaults a profile
+/// sets come from the index (`Index::search_defaults`), not from the flag.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, clap::Args)]
 pub struct SearchParams {
-    /// Neighbours to return.
+    /// Neighbours to return per query; recall is recall@k. Default: 10.
+    #[arg(short = 'k', long = "k")]
     pub k: usize,
-    /// Search list size L (`complexity`); at least k.
+    /// Search list size L (DiskANN's complexity): larger finds more of the
+    /// true neighbours for more reads; raised to k when below. Default: 64.
+    #[arg(short = 'L', long)]
     pub complexity: usize,
-    /// Reads issued per hop (DiskANN's beam width W).
+    /// Reads issued per hop (DiskANN's beam width W), 1 to 64. Default: the
+    /// index profile's (4; 2 for block search over blocks of 6 or more
+    /// records; 8 for the pipelined search).
+    #[arg(long, short = 'W')]
     pub beam_width: usize,
-    /// Worker threads.
+    /// Search threads. Default: all cores.
+    #[arg(long)]
     pub threads: usize,
-    /// Queries each worker keeps in flight over its ring.
+    /// Queries each thread keeps in flight, so their reads overlap. Default:
+    /// 128 / W (32 at W = 4, 64 at W = 2); their reads share 64 buffers a
+    /// thread.
+    #[arg(long)]
     pub in_flight: usize,
-    /// Block search (Starling §4.2): use every record of each page read,
-    /// not only the one it was read for.
+    /// Block search (Starling §4.2): every record of each page read gets an
+    /// exact distance, not only the one it was read for, and the closest
+    /// --prune-ratio share of them are expanded too. Default: on for
+    /// indexes of the starling and octopus profiles.
     #[serde(default)]
+    #[arg(long, action = clap::ArgAction::Set)]
     pub page_search: bool,
-    /// Block search's pruning ratio σ: the neighbours of the closest
-    /// ⌈(ε−1)·σ⌉ other records of a page are explored (Starling §4.2).
+    /// Block search's pruning ratio σ in [0, 1]: the neighbours of the
+    /// closest ⌈(ε−1)·σ⌉ other records of a page are explored (Starling
+    /// §4.2). Default: 0.3.
     #[serde(default = "default_prune_ratio")]
+    #[arg(long)]
     pub prune_ratio: f32,
     /// The I/O–computation pipeline (Starling §4.2, Algorithm 2): issue a
-    /// query's next reads before computing what does not route the search
-    /// (exact distances; block search's other records).
+    /// query's next reads before the work that does not route the search
+    /// (exact distances; block search's other records). Default: on for
+    /// indexes of the starling profile.
     #[serde(default)]
+    #[arg(long, action = clap::ArgAction::Set)]
     pub pipeline: bool,
     /// Search list size of the in-memory navigation graph's search (Starling
-    /// §4.3), where the index has one. Every query pays for that search in
-    /// CPU, and only its best 4 nodes are used. Measured at recall 0.95
-    /// (starling profile, blocks read per query at 64 / 24 / 16 / 12):
-    /// 13.91 / 13.90 / 13.94 / 14.06 on wordnet-minilm-pca96, 30.61 / 30.84
-    /// / 30.97 / 31.03 on the 384-d set; 16 instead of 64 cuts a 96-d
-    /// query's CPU by 13%.
+    /// §4.3), for indexes that have one; its best 4 nodes start the disk
+    /// search. Default: 10.
+    // Every query pays for that search in CPU, and only its best 4 nodes
+    // are used. Measured at recall 0.95 (starling profile, blocks read per
+    // query at 64 / 24 / 16 / 12): 13.91 / 13.90 / 13.94 / 14.06 on
+    // wordnet-minilm-pca96, 30.61 / 30.84 / 30.97 / 31.03 on the 384-d
+    // set; 16 instead of 64 cuts a 96-d query's CPU by 13%.
     #[serde(default = "default_nav_complexity")]
+    #[arg(long)]
     pub nav_complexity: usize,
-    /// Gorgeous's two-stage search (§4.2): a search on estimates that reads
-    /// only what the graph cache does not hold, then exact distances for
-    /// the top ⌈σ·L⌉ candidates. k-NN only (a range search runs the beam).
+    /// Gorgeous's two-stage search (§4.2): search on PQ estimates, reading
+    /// only blocks whose adjacency list is not cached, then read the exact
+    /// vectors of the top ⌈σ·L⌉ candidates (σ: --refine-ratio). k-NN only
+    /// (a range search runs the beam). Default: on for indexes of the
+    /// gorgeous profile.
     #[serde(default)]
+    #[arg(long, action = clap::ArgAction::Set)]
     pub two_stage: bool,
-    /// The two-stage search's refinement ratio σ (Gorgeous §4.2: 0.5).
+    /// The two-stage search's refinement ratio σ, in (0, 1] (Gorgeous §4.2).
+    /// Default: 0.5.
     #[serde(default = "default_refine_ratio")]
+    #[arg(long)]
     pub refine_ratio: f32,
-    /// Range search: return every vector within this distance (in the
-    /// reported unit: squared L2, -dot, or 1 - cos) instead of the top k.
+    /// Range search: every vector within this distance (in the reported
+    /// unit: squared L2, -dot, or 1 - cos) instead of the top k.
     #[serde(default)]
+    #[arg(long)]
     pub radius: Option<f32>,
     /// Range search: the candidate window doubles while the share of it
-    /// within the radius is at least φ.
+    /// within the radius is at least φ. Default: 0.5.
     #[serde(default = "default_range_phi")]
+    #[arg(long)]
     pub range_phi: f32,
-    /// Range search: the largest candidate window.
+    /// Range search: the largest candidate window. Default: 4096.
     #[serde(default = "default_range_max")]
+    #[arg(long)]
     pub range_max_complexity: usize,
     /// PipeANN's pipelined search (OctopusANN §4.3.2): up to W reads
-    /// outstanding, each expanded as it arrives, no hop barrier. k-NN only
-    /// (a range search runs the beam).
+    /// outstanding, each node expanded as its read arrives, no hop barrier;
+    /// best for one query at a time. On a gorgeous index it pipelines the
+    /// two-stage search's refinement. k-NN only (a range search runs the
+    /// beam). Default: on for indexes of the pipeann profile.
     #[serde(default)]
+    #[arg(long, action = clap::ArgAction::Set)]
     pub pipelined: bool,
-    /// How the number of outstanding reads grows to W (OctopusANN §4.3.1):
-    /// fixed, schedule, double or adaptive ([`WidthPolicy`]). Beam search
-    /// reads this many a hop; the pipelined search keeps this many
-    /// outstanding.
+    /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
+    /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow
+    /// while few reads are wasted). Beam search reads this many a hop; the
+    /// pipelined search keeps this many outstanding. Default: the index
+    /// profile's (fixed; double for octopus, adaptive for pipeann).
     #[serde(default)]
+    #[arg(long)]
     pub width: WidthPolicy,
-    /// Cluster indexes built with codes (IVF-PQ): the vectors read for
-    /// exact distances are this many times k, the best by estimate among
-    /// the probed clusters' members (faiss's `k_factor`, LanceDB's
-    /// `refine_factor`); 0 reads every probed member.
+    /// ivf indexes built with --ivf-codes: vectors read for exact
+    /// distances, as a multiple of k (the best by PQ estimate among the
+    /// probed clusters' members; faiss's k_factor, LanceDB's
+    /// refine_factor); 0 reads every probed member. Default: 4.
     #[serde(default = "default_rerank_factor")]
+    #[arg(long)]
     pub rerank_factor: f32,
-    /// Laser search (AlayaLaser §4.2): rounds widen 1, 2, 4, ... up to the
-    /// beam width; false reads W a round from the first.
+    /// Laser indexes: rounds read 1, 2, 4, ... nodes up to W (AlayaLaser
+    /// §4.2); false reads W from the first round. Default: true.
     #[serde(default = "default_true")]
+    #[arg(long, action = clap::ArgAction::Set)]
     pub adaptive_beam: bool,
-    /// Laser search (AlayaLaser §4.3): the share of a round's reads that
-    /// must arrive before the next round goes out; 1 waits for all
-    /// ([`DEFAULT_DISPATCH_RATIO`]).
+    /// Laser indexes: the share of a round's reads that must arrive before
+    /// the next round goes out (AlayaLaser §4.3, early dispatch), in (0, 1];
+    /// 1 waits for all of them, as DiskANN's hop does. Default: 1 (see
+    /// `DEFAULT_DISPATCH_RATIO`).
     #[serde(default = "default_dispatch_ratio")]
+    #[arg(long)]
     pub dispatch_ratio: f32,
     /// Microseconds a worker polls for a read's completion before it sleeps
-    /// in the kernel (io_uring; 0 sleeps at once). A sleeping thread pays a
-    /// wake-up on every completion it waits for, which a query alone on
-    /// the device (1 thread x 1 query) waits for on every read; polling
-    /// spends the idle core instead. The pipelined search polls by default
-    /// ([`PIPELINED_POLL_US`]), as PipeANN's does.
+    /// in the kernel (io_uring; at most 10,000); 0 sleeps at once. Polling
+    /// saves the wake-up a lone query pays on every read (1 thread x 1
+    /// query) and spends the otherwise idle core. Default: 1000 for the
+    /// pipelined search (PipeANN's loop never sleeps), else 0.
+    // `PIPELINED_POLL_US`.
     #[serde(default)]
+    #[arg(long)]
     pub poll_us: u32,
 }
 

@@ -33,4 +33,5 @@ mod engine_starling;
 mod engine_tables;
 mod engine_tiered;
 mod function_length;
+mod params;
 mod wordnet;
