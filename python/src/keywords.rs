@@ -38,7 +38,9 @@ pub fn given(
 /// through (numpy scalars too); anything else is a `TypeError` naming the
 /// keyword, so a list or a dict is never turned into a string by accident.
 fn text(key: &str, kind: Option<Kind>, v: &Bound<'_, PyAny>) -> PyResult<String> {
-    if v.is_instance_of::<PyBool>() || v.get_type().name()?.to_string() == "bool_" {
+    // numpy's bool (`numpy.bool`, `bool_` before numpy 2) is no `bool`.
+    let type_name: String = v.get_type().name()?.extract()?;
+    if v.is_instance_of::<PyBool>() || matches!(type_name.as_str(), "bool" | "bool_") {
         return Ok(v.is_truthy()?.to_string());
     }
     if v.is_instance_of::<PyString>() {

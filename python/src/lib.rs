@@ -222,6 +222,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
 /// parameter set (`keywords::given`): the CLI's flags, by the same names.
 #[pyfunction]
 #[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, **params))]
+#[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,

@@ -571,7 +571,7 @@ def test_range_search_matches_brute_force(tmp_path):
     index = stratavec.Index.open(tmp_path / "r")
     d2 = ((queries[:, None, :] - base[None, :, :]) ** 2).sum(-1)
     radius = float(np.median(np.sort(d2, axis=1)[:, 30]))
-    lims, D, I = index.range_search(queries, radius, phi=0.2)
+    lims, D, I = index.range_search(queries, radius, range_phi=0.2)
     assert lims.shape == (21,) and lims[0] == 0 and lims[-1] == len(I) == len(D)
     assert I.dtype == np.int64 and D.dtype == np.float32
     found = truth = 0

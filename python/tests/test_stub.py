@@ -85,11 +85,27 @@ def test_an_unknown_or_mistyped_keyword_names_itself_and_the_accepted_ones(tmp_p
     import pytest
 
     x = np.random.default_rng(0).random((64, 8), dtype=np.float32)
-    with pytest.raises(ValueError, match=r"graph_degre=.*one of .*graph_degree"):
+    unknown = r"keyword graph_degre: expected one of .*graph_degree.*found graph_degre=8"
+    with pytest.raises(ValueError, match=unknown):
         stratavec.build_index(x, tmp_path / "i", graph_degre=8)
     with pytest.raises(ValueError, match=r"^graph_degree: expected a non-negative integer"):
         stratavec.build_index(x, tmp_path / "i", graph_degree=8.5)
     with pytest.raises(TypeError, match=r"^graph_degree: expected int, found list"):
         stratavec.build_index(x, tmp_path / "i", graph_degree=[8])
-    with pytest.raises(ValueError, match=r"^metric: expected one of .*l2.*found hamming"):
+    with pytest.raises(ValueError, match=r"^metric: expected .*l2, ip.*found hamming"):
         stratavec.build_index(x, tmp_path / "i", metric="hamming")
+
+
+def test_numpy_scalars_are_keyword_values(tmp_path):
+    import numpy as np
+
+    x = np.random.default_rng(1).random((200, 8), dtype=np.float32)
+    stratavec.build_index(
+        x, tmp_path / "i", graph_degree=np.int64(8), alpha=np.float32(1.5), pq_bytes=4, threads=1
+    )
+    index = stratavec.Index.open(tmp_path / "i")
+    plain = index.search(x[:5], 3, beam_width=2, page_search=False, prune_ratio=0.25)
+    numpy = index.search(
+        x[:5], 3, beam_width=np.int32(2), page_search=np.bool_(False), prune_ratio=np.float64(0.25)
+    )
+    assert (plain[1] == numpy[1]).all()

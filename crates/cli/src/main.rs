@@ -101,6 +101,31 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// `build` and `build-collection` take every build parameter and
+    /// `search` every search parameter, as the flags the engine states
+    /// (`stratavec::args::describe`), which Python's keywords are too.
+    #[test]
+    fn build_and_search_take_every_parameter_as_its_flag() {
+        use stratavec::args::{describe, Params};
+        let cli = Cli::command();
+        for (sub, params) in [
+            ("build", Params::Build),
+            ("build-collection", Params::Build),
+            ("search", Params::Search),
+        ] {
+            let cmd = cli.find_subcommand(sub).unwrap();
+            let flags: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+            for doc in describe(params) {
+                assert!(
+                    flags.contains(&doc.flag.as_str()),
+                    "{sub}: no --{}",
+                    doc.flag
+                );
+                assert_eq!(doc.keyword, doc.flag.replace('-', "_"));
+            }
+        }
+    }
+
     /// `--help` of every subcommand but `bench` (whose options mirror
     /// `build` and `search`) says what each argument and option is.
     #[test]

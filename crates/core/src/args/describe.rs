@@ -54,7 +54,7 @@ impl ParamDoc {
             Kind::Bool => "true or false".into(),
             Kind::Int => "a non-negative integer".into(),
             Kind::Float => "a number".into(),
-            Kind::Str => "a string".into(),
+            Kind::Str => "a value it accepts".into(),
         }
     }
 }

@@ -275,6 +275,12 @@ impl SearchParams {
                 self.poll_us,
             ));
         }
+        if self.threads == 0 {
+            return Err(Error::argument("threads", "at least 1", 0));
+        }
+        if self.in_flight == 0 {
+            return Err(Error::argument("in_flight", "at least 1", 0));
+        }
         if self.beam_width == 0 || self.beam_width > 64 {
             return Err(Error::argument("beam width", "1..=64", self.beam_width));
         }
