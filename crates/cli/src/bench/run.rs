@@ -193,42 +193,8 @@ pub struct Opened<'a> {
 /// which warms the host's cache of the device as the peers' own warm-up
 /// does, so no system pays for being measured first.
 pub fn open(mut s: Sweep) -> Result<Opened> {
-    let opts = OpenOptions {
-        memory_budget_bytes: Some(s.budget_bytes),
-        reserve_threads: s.threads,
-        navigation_graph: s.navigation_graph,
-        graph_cache: s.graph_cache,
-        node_cache: s.node_cache,
-        io: s.io,
-        sqpoll: s.sqpoll,
-        ..Default::default()
-    }
-    .reserve_for(s.beam_width, s.in_flight);
-    let index = Index::open(&s.index_dir, &opts)?;
-    let io = index
-        .search_defaults(&stratavec::search::Switches {
-            page_search: Some(s.page_search),
-            pipeline: Some(s.pipeline),
-            two_stage: Some(s.two_stage),
-            pipelined: Some(s.pipelined),
-            width: Some(s.width),
-        })
-        .with_io(s.beam_width, s.in_flight);
-    let beam_width = *s.beam_width.insert(io.beam_width);
-    let in_flight = *s.in_flight.insert(io.in_flight);
-    // Every switch as `io` has it (the variant's block search, pipeline and
-    // two-stage search over the profile's defaults).
-    let warm = SearchParams {
-        k: s.k,
-        complexity: s.ls[0].max(s.k),
-        beam_width,
-        threads: s.threads,
-        in_flight,
-        adaptive_beam: s.adaptive_beam,
-        dispatch_ratio: s.dispatch_ratio,
-        poll_us: s.poll_us.unwrap_or(io.poll_us),
-        ..io
-    };
+    let index = Index::open(&s.index_dir, &open_options(&s))?;
+    let warm = warm_params(&mut s, |switches| index.search_defaults(switches));
     // Before the warm-up pass, so the scan's reads do not follow it.
     let pages = match s.page_utility {
         true => index.page_utility()?,
@@ -241,6 +207,55 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
         warm,
         pages,
     })
+}
+
+/// How `s` opens its index: within its budget, with the parts its
+/// variant keeps, reserving buffers for the run's beam width and queries in
+/// flight.
+pub fn open_options(s: &Sweep) -> OpenOptions {
+    OpenOptions {
+        memory_budget_bytes: Some(s.budget_bytes),
+        reserve_threads: s.threads,
+        navigation_graph: s.navigation_graph,
+        graph_cache: s.graph_cache,
+        node_cache: s.node_cache,
+        io: s.io,
+        sqpoll: s.sqpoll,
+        ..Default::default()
+    }
+    .reserve_for(s.beam_width, s.in_flight)
+}
+
+/// The parameters `s` searches with at its first L, over `defaults` (the
+/// index's for the given switches: `Index::search_defaults`); records the
+/// beam width and queries in flight chosen in `s`.
+pub fn warm_params(
+    s: &mut Sweep,
+    defaults: impl FnOnce(&stratavec::search::Switches) -> SearchParams,
+) -> SearchParams {
+    let io = defaults(&stratavec::search::Switches {
+        page_search: Some(s.page_search),
+        pipeline: Some(s.pipeline),
+        two_stage: Some(s.two_stage),
+        pipelined: Some(s.pipelined),
+        width: Some(s.width),
+    })
+    .with_io(s.beam_width, s.in_flight);
+    let beam_width = *s.beam_width.insert(io.beam_width);
+    let in_flight = *s.in_flight.insert(io.in_flight);
+    // Every switch as `io` has it (the variant's block search, pipeline and
+    // two-stage search over the profile's defaults).
+    SearchParams {
+        k: s.k,
+        complexity: s.ls[0].max(s.k),
+        beam_width,
+        threads: s.threads,
+        in_flight,
+        adaptive_beam: s.adaptive_beam,
+        dispatch_ratio: s.dispatch_ratio,
+        poll_us: s.poll_us.unwrap_or(io.poll_us),
+        ..io
+    }
 }
 
 impl Opened<'_> {
