@@ -1,8 +1,11 @@
 //! The systems `stratavec bench --profiles` can name: the two profiles, and
 //! each Starling technique alone on top of `diskann` (the ablation the
-//! Starling paper reports in §5.4 and issue #4 asks for). A variant is an
-//! index to build (or reuse) plus how to open and search it, so one index
-//! serves every variant that only differs at search time.
+//! Starling paper reports in §5.4 and issue #4 asks for). A variant is a
+//! profile plus overrides in the parameters' own words: build keywords over
+//! the profile's parameters, search keywords over the index's defaults
+//! (`stratavec::args::describe` lists both), and what it opens of the
+//! index. One index serves every variant that only differs at search or
+//! open time.
 
 use anyhow::{bail, Result};
 use stratavec::args::{Given, Params};
