@@ -3,6 +3,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use stratavec::args::{Given, Params};
 use stratavec::data::{GroundTruth, Metric};
 use stratavec::{BuildParams, SearchParams};
 
@@ -345,8 +346,8 @@ fn stratavec_systems<'s>(
     let mut systems = Vec::new();
     let mut first_index: Option<PathBuf> = None;
     for variant in chosen {
-        let params = build_params(a, variant, set.budget);
-        let dir = a.work.join(index_name(a, variant, set));
+        let params = build_params(a, variant, set.budget)?;
+        let dir = a.work.join(variant.index_name(&set.name, &params)?);
         let build = run::build_or_reuse(base, &dir, &params, build_threads, a.rebuild)?;
         first_index.get_or_insert(dir.join(stratavec::layout::PAGES_FILE));
         for (label, io) in tiers(&a.tier, a.io)? {
@@ -363,63 +364,57 @@ fn stratavec_systems<'s>(
                 range,
             };
             systems.push(rounds::System::Stratavec(Box::new(run::open(
-                opening.sweep(a, set, variant),
+                opening.sweep(a, set, variant)?,
             )?)));
         }
     }
     Ok((systems, first_index))
 }
 
-/// The build parameters of `variant` under the run's flags.
-fn build_params(a: &Args, variant: &variants::Variant, budget: u64) -> BuildParams {
-    BuildParams {
-        profile: variant.profile.into(),
-        metric: a.metric,
-        graph_degree: a.graph_degree,
-        complexity: a.complexity,
-        alpha: a.alpha,
-        pq_bytes: a.pq_bytes,
-        shuffle: variant.shuffle,
-        layout: variant.layout,
-        page_size: variant
-            .page_size
-            .unwrap_or(BuildParams::default().page_size),
-        nav_sample: variant.nav_sample(a.nav_sample),
-        memory_budget: variant.plan_pq.then_some(budget),
-        // The page size is the variant's, or left to the build, which
-        // fits it to the records (8 KB for starling at 768-d f32).
-        unset: stratavec::Unset {
-            pq_bytes: variant.plan_pq,
-            page_size: variant.page_size.is_none(),
-            ..Default::default()
-        },
-        store: variant.store.or(a.store),
-        ivf_replicas: variant.ivf_replicas,
-        ivf_grouping: variant.ivf_grouping,
-        ivf_codes: variant.ivf_codes,
-        node_cache_rank: variant
-            .node_rank
-            .or(BuildParams::for_profile(variant.profile).node_cache_rank),
-        ..Default::default()
+/// What the run gives every variant's build: its flags as build keywords,
+/// its --nav-sample and its memory budget (`Variant::build_keywords`).
+fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
+    let mut keywords = vec![
+        ("metric".to_string(), a.metric.as_str().to_string()),
+        ("graph_degree".into(), a.graph_degree.to_string()),
+        ("complexity".into(), a.complexity.to_string()),
+        ("alpha".into(), a.alpha.to_string()),
+        ("pq_bytes".into(), a.pq_bytes.to_string()),
+    ];
+    if let Some(store) = a.store {
+        keywords.push(("store".into(), store.to_string()));
+    }
+    variants::RunBuild {
+        keywords,
+        nav_sample: a.nav_sample,
+        budget,
     }
 }
 
-/// The directory name of `variant`'s index in `--work`: its parameters,
-/// and the stored element type when it is not the data's (f16 indexes get
-/// their own directories).
-fn index_name(a: &Args, variant: &variants::Variant, set: &DataSet) -> String {
-    let name = variant.index_name(
-        &set.name,
-        a.graph_degree,
-        a.complexity,
-        a.pq_bytes,
-        a.nav_sample,
-        set.budget,
-    );
-    match variant.store.or(a.store) {
-        Some(store) => format!("{name}-{store}"),
-        None => name,
+/// The build parameters of `variant` under the run's flags.
+fn build_params(a: &Args, variant: &variants::Variant, budget: u64) -> Result<BuildParams> {
+    variant.build_params(&run_build(a, budget))
+}
+
+/// What the run gives every variant's search: k, the first L, threads,
+/// and -W, --in-flight and --poll-us where given (`Variant::search_keywords`).
+fn run_search(a: &Args) -> Vec<(String, String)> {
+    let mut keywords = vec![
+        ("k".to_string(), a.k.to_string()),
+        ("complexity".into(), a.sweep[0].to_string()),
+        ("threads".into(), a.threads.to_string()),
+    ];
+    let given = [
+        ("beam_width", a.beam_width.map(|w| w.to_string())),
+        ("in_flight", a.in_flight.map(|q| q.to_string())),
+        ("poll_us", a.poll_us.map(|p| p.to_string())),
+    ];
+    for (keyword, value) in given {
+        if let Some(v) = value {
+            keywords.push((keyword.into(), v));
+        }
     }
+    keywords
 }
 
 /// What differs between the opened systems of one run: the system's name,
@@ -434,38 +429,34 @@ struct Opening<'s> {
 
 impl<'s> Opening<'s> {
     /// The sweep of `variant` under the run's flags.
-    fn sweep(self, a: &'s Args, set: &'s DataSet, variant: &variants::Variant) -> run::Sweep<'s> {
-        run::Sweep {
+    fn sweep(
+        self,
+        a: &'s Args,
+        set: &'s DataSet,
+        variant: &variants::Variant,
+    ) -> Result<run::Sweep<'s>> {
+        let keywords = variant.search_keywords(&run_search(a));
+        let open = variant.open;
+        Ok(run::Sweep {
             system: self.system,
             dataset: &set.name,
             index_dir: self.index_dir,
             queries: &set.queries,
             gt: &set.gt,
-            k: a.k,
             ls: &a.sweep,
-            beam_width: a.beam_width,
-            threads: a.threads,
-            in_flight: a.in_flight,
-            poll_us: variant.poll_us.or(a.poll_us),
-            sqpoll: variant.sqpoll.unwrap_or(a.sqpoll),
+            search: Given::from_keywords(Params::Search, &keywords)?,
             budget_bytes: set.budget,
             build: self.build,
-            page_search: variant.page_search,
-            pipeline: variant.pipeline,
-            two_stage: variant.two_stage,
-            graph_cache: variant.graph_cache,
-            node_cache: variant.node_cache,
-            navigation_graph: variant.nav || variant.entries,
-            adaptive_beam: variant.adaptive_beam,
-            dispatch_ratio: variant.dispatch_ratio,
-            pipelined: variant.pipelined,
-            width: variant.width,
+            graph_cache: open.graph_cache,
+            node_cache: open.node_cache,
+            navigation_graph: variant.has_nav()? || open.entries,
             range: self.range,
             min_pass_s: a.min_pass_seconds,
             io: self.io,
+            sqpoll: open.sqpoll.unwrap_or(a.sqpoll),
             page_utility: a.ablate,
             technique: ablation::technique_of(variant.name).filter(|_| a.ablate),
-        }
+        })
     }
 }
 

@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
+use stratavec::args::Given;
 use stratavec::data::GroundTruth;
 use stratavec::index::Manifest;
 use stratavec::{BatchResult, BuildParams, Index, OpenOptions, SearchParams};
@@ -137,39 +138,25 @@ pub struct Sweep<'a> {
     pub index_dir: std::path::PathBuf,
     pub queries: &'a [f32],
     pub gt: &'a GroundTruth,
-    pub k: usize,
+    /// The list sizes swept; the first is the warm-up pass's.
     pub ls: &'a [usize],
-    /// Reads per hop and queries in flight; `None`: the index's defaults
-    /// for this search (`Index::search_defaults`).
-    pub beam_width: Option<usize>,
-    pub threads: usize,
-    pub in_flight: Option<usize>,
+    /// The search keywords (`Variant::search_keywords`: k, L, threads and
+    /// the variant's switches), over the index's defaults for them
+    /// (`Index::search_defaults`).
+    pub search: Given,
     pub budget_bytes: u64,
     pub build: Value,
-    /// Block search, the pipeline and the navigation graph (Starling); the
-    /// two-stage search and the graph cache (Gorgeous).
-    pub page_search: bool,
-    pub pipeline: bool,
-    pub two_stage: bool,
+    /// What the index is opened with: the graph cache (Gorgeous), the node
+    /// cache, the entry part (navigation graph, cluster entries).
     pub graph_cache: bool,
-    pub navigation_graph: bool,
-    /// The node cache, and the laser search's adaptive beam and dispatch
-    /// ratio (AlayaLaser §3.3, §4.2, §4.3).
     pub node_cache: bool,
-    pub adaptive_beam: bool,
-    pub dispatch_ratio: f32,
-    /// PipeANN's pipelined search and the width policy (OctopusANN §4.3).
-    pub pipelined: bool,
-    pub width: stratavec::search::WidthPolicy,
+    pub navigation_graph: bool,
     /// Range search rows too (AP against exact range ground truth).
     pub range: Option<&'a super::range::RangeSpec>,
     /// A timed pass repeats the queries until it has run this long.
     pub min_pass_s: f64,
     /// The I/O backend the index is read through.
     pub io: stratavec_io::Backend,
-    /// Microseconds a worker polls for a completion before it sleeps;
-    /// `None` keeps the search's default (`SearchParams::with_io_defaults`).
-    pub poll_us: Option<u32>,
     /// io_uring readers submit through a kernel thread (`OpenOptions::sqpoll`).
     pub sqpoll: bool,
     /// Measure the pages' OR(G) and records a page at open (a scan of the
@@ -192,43 +179,9 @@ pub struct Opened<'a> {
 /// Opens the index of `s` within its budget and runs one discarded pass,
 /// which warms the host's cache of the device as the peers' own warm-up
 /// does, so no system pays for being measured first.
-pub fn open(mut s: Sweep) -> Result<Opened> {
-    let opts = OpenOptions {
-        memory_budget_bytes: Some(s.budget_bytes),
-        reserve_threads: s.threads,
-        navigation_graph: s.navigation_graph,
-        graph_cache: s.graph_cache,
-        node_cache: s.node_cache,
-        io: s.io,
-        sqpoll: s.sqpoll,
-        ..Default::default()
-    }
-    .reserve_for(s.beam_width, s.in_flight);
-    let index = Index::open(&s.index_dir, &opts)?;
-    let io = index
-        .search_defaults(&stratavec::search::Switches {
-            page_search: Some(s.page_search),
-            pipeline: Some(s.pipeline),
-            two_stage: Some(s.two_stage),
-            pipelined: Some(s.pipelined),
-            width: Some(s.width),
-        })
-        .with_io(s.beam_width, s.in_flight);
-    let beam_width = *s.beam_width.insert(io.beam_width);
-    let in_flight = *s.in_flight.insert(io.in_flight);
-    // Every switch as `io` has it (the variant's block search, pipeline and
-    // two-stage search over the profile's defaults).
-    let warm = SearchParams {
-        k: s.k,
-        complexity: s.ls[0].max(s.k),
-        beam_width,
-        threads: s.threads,
-        in_flight,
-        adaptive_beam: s.adaptive_beam,
-        dispatch_ratio: s.dispatch_ratio,
-        poll_us: s.poll_us.unwrap_or(io.poll_us),
-        ..io
-    };
+pub fn open(s: Sweep) -> Result<Opened> {
+    let index = Index::open(&s.index_dir, &open_options(&s))?;
+    let warm = warm_params(&s, |switches| index.search_defaults(switches))?;
     // Before the warm-up pass, so the scan's reads do not follow it.
     let pages = match s.page_utility {
         true => index.page_utility()?,
@@ -243,6 +196,34 @@ pub fn open(mut s: Sweep) -> Result<Opened> {
     })
 }
 
+/// How `s` opens its index: within its budget, with the parts its
+/// variant keeps, reserving buffers for the threads, beam width and
+/// queries in flight given (`reserve_for`: the widest search's where not).
+pub fn open_options(s: &Sweep) -> OpenOptions {
+    let threads = s.search.get::<usize>("threads");
+    OpenOptions {
+        memory_budget_bytes: Some(s.budget_bytes),
+        reserve_threads: threads.unwrap_or_else(|| SearchParams::default().threads),
+        navigation_graph: s.navigation_graph,
+        graph_cache: s.graph_cache,
+        node_cache: s.node_cache,
+        io: s.io,
+        sqpoll: s.sqpoll,
+        ..Default::default()
+    }
+    .reserve_for(s.search.get("beam_width"), s.search.get("in_flight"))
+}
+
+/// The parameters `s` searches with at its first L: its keywords over
+/// `defaults` (the index's for the switches given:
+/// `Index::search_defaults`).
+pub fn warm_params(
+    s: &Sweep,
+    defaults: impl FnOnce(&stratavec::search::Switches) -> SearchParams,
+) -> Result<SearchParams> {
+    Ok(s.search.search_params(defaults)?)
+}
+
 impl Opened<'_> {
     /// One timed pass at list size `l`: all queries, repeated until the pass
     /// has run `min_pass_s` (a pass of a tenth of a second measures one
@@ -251,7 +232,7 @@ impl Opened<'_> {
     /// wait, the CPU seconds of a mean repetition, and the repetitions.
     pub fn run(&self, l: usize) -> Result<(BatchResult, Option<f64>, usize)> {
         let params = SearchParams {
-            complexity: l.max(self.s.k),
+            complexity: l.max(self.warm.k),
             ..self.warm.clone()
         };
         let cpu0 = stratavec_io::process_cpu_seconds();
@@ -297,12 +278,12 @@ impl Opened<'_> {
         cpu_s: Option<f64>,
         round: usize,
     ) -> Result<Value> {
-        let s = &self.s;
+        let (s, w) = (&self.s, &self.warm);
         let index = &self.index;
-        let measured = measure(res, Some(s.gt), s.k)?;
+        let measured = measure(res, Some(s.gt), w.k)?;
         // A cluster search reads whole clusters, not about L blocks.
         let graph = index.plan.graph();
-        let runaway = measured.runaway(l.max(s.k)).filter(|_| graph);
+        let runaway = measured.runaway(l.max(w.k)).filter(|_| graph);
         if let Some(w) = &runaway {
             eprintln!("{}: {w}", s.system);
         }
@@ -315,7 +296,7 @@ impl Opened<'_> {
         let nq = res.stats.len().max(1) as f64;
         let cpu_us_per_query = cpu_s.map(|c| c / nq * 1e6);
         // Share of the search threads' cores kept busy: near 1, CPU-bound.
-        let cpu_util = cpu_s.map(|c| c / res.wall_s.max(1e-9) / s.threads.max(1) as f64);
+        let cpu_util = cpu_s.map(|c| c / res.wall_s.max(1e-9) / w.threads.max(1) as f64);
         let m = serde_json::to_value(measured)?;
         let mem: serde_json::Map<String, Value> = index
             .memory()
@@ -333,17 +314,17 @@ impl Opened<'_> {
             "kind": "search", "system": s.system, "label": s.system, "dataset": s.dataset,
             "n": index.len(), "d": index.dim(), "nq": s.gt.nq, "round": round,
             "latency_mode": LATENCY_MODE,
-            "L": l, "k": s.k, "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
+            "L": l, "k": w.k, "beam_width": w.beam_width, "threads": w.threads, "in_flight": w.in_flight,
             "memory_bytes": index.memory().total(), "memory_parts": mem, "memory_budget_bytes": s.budget_bytes,
             "cached_nodes": index.cached_nodes(), "index_bytes": index_bytes,
             "build": s.build, "build_s": s.build["total_s"], "build_peak_rss_bytes": s.build["peak_rss_bytes"],
             "build_params": serde_json::to_value(&index.manifest.build)?,
             "simd": stratavec_simd::kernel_name(), "amx": stratavec_simd::amx::active(),
-            "page_search": s.page_search, "pipeline": s.pipeline, "navigation_graph": s.navigation_graph,
-            "two_stage": s.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
-            "adaptive_beam": s.adaptive_beam, "dispatch_ratio": s.dispatch_ratio,
-            "rerank_factor": self.warm.rerank_factor, "poll_us": self.warm.poll_us, "sqpoll": s.sqpoll,
-            "pipelined": s.pipelined, "width": s.width.as_str(), "tier": s.io.to_string(),
+            "page_search": w.page_search, "pipeline": w.pipeline, "navigation_graph": s.navigation_graph,
+            "two_stage": w.two_stage, "graph_cache": s.graph_cache, "node_cache": s.node_cache,
+            "adaptive_beam": w.adaptive_beam, "dispatch_ratio": w.dispatch_ratio,
+            "rerank_factor": w.rerank_factor, "poll_us": w.poll_us, "sqpoll": s.sqpoll,
+            "pipelined": w.pipelined, "width": w.width.as_str(), "tier": s.io.to_string(),
             "runaway": runaway.is_some(), "reads_per_s": reads_per_s,
             "cpu_us_per_query": cpu_us_per_query, "cpu_util": cpu_util, "loadavg_1m": load1,
         });
@@ -378,7 +359,8 @@ impl Opened<'_> {
         let common = json!({
             "system": s.system, "label": s.system, "dataset": s.dataset, "n": index.len(),
             "d": index.dim(), "nq": s.gt.nq, "radius": spec.radius, "range_phi": spec.phi,
-            "beam_width": s.beam_width, "threads": s.threads, "in_flight": s.in_flight,
+            "beam_width": self.warm.beam_width, "threads": self.warm.threads,
+            "in_flight": self.warm.in_flight,
             "memory_bytes": index.memory().total(), "memory_budget_bytes": s.budget_bytes,
         });
         let tag = |mut v: Value| {

@@ -1,16 +1,20 @@
 //! The systems `stratavec bench --profiles` can name: the two profiles, and
 //! each Starling technique alone on top of `diskann` (the ablation the
-//! Starling paper reports in §5.4 and issue #4 asks for). A variant is an
-//! index to build (or reuse) plus how to open and search it, so one index
-//! serves every variant that only differs at search time.
+//! Starling paper reports in §5.4 and issue #4 asks for). A variant is a
+//! profile plus overrides in the parameters' own words: build keywords over
+//! the profile's parameters, search keywords over the index's defaults
+//! (`stratavec::args::describe` lists both), and what it opens of the
+//! index. One index serves every variant that only differs at search or
+//! open time.
 
 use anyhow::{bail, Result};
-use stratavec::data::DType;
-use stratavec::layout::ivf_assign::Grouping;
-use stratavec::layout::shuffle::Shuffle;
+use stratavec::args::{Given, Params};
 use stratavec::layout::LayoutKind;
-use stratavec::memory::cache_rank::CacheRank;
-use stratavec::search::WidthPolicy;
+use stratavec::BuildParams;
+
+/// Keywords and their values, in the words of `stratavec::args::describe`
+/// (the long flags, `_` for `-`).
+pub type Keywords = &'static [(&'static str, &'static str)];
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
@@ -20,81 +24,69 @@ pub struct Variant {
     pub about: &'static str,
     /// Build profile (its memory plan and search defaults).
     pub profile: &'static str,
-    pub shuffle: Shuffle,
-    /// The layout, when not what the shuffle implies.
-    pub layout: Option<LayoutKind>,
-    /// Page size, when not the bench's (Gorgeous §5.3's 8 KB blocks).
-    pub page_size: Option<usize>,
-    /// Build a navigation graph, over `nav_share` of the vectors unless the
-    /// bench's --nav-sample says otherwise.
-    pub nav: bool,
-    pub nav_share: f32,
-    /// The memory planner chooses PQ bytes for the budget (the bench's
-    /// --pq-bytes is ignored).
+    /// Build keywords over the profile's parameters
+    /// (`args::describe(Params::Build)`).
+    pub build: Keywords,
+    /// The memory planner chooses PQ bytes for the run's budget (the
+    /// build's `memory_budget_mb`; the bench's --pq-bytes is not used).
     pub plan_pq: bool,
-    pub page_search: bool,
-    pub pipeline: bool,
-    pub two_stage: bool,
-    /// Open with the graph cache (indexes that have one).
+    /// Search keywords over the index's defaults for them
+    /// (`args::describe(Params::Search)`).
+    pub search: Keywords,
+    /// The parts the index is opened with.
+    pub open: Open,
+}
+
+/// What a variant opens of its index: neither a build nor a search
+/// parameter (`OpenOptions`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Open {
+    /// The graph cache (indexes that have one).
     pub graph_cache: bool,
-    /// Open with the node cache (the budget's remainder).
+    /// The node cache (the budget's remainder).
     pub node_cache: bool,
-    /// Open with the entry part the index has (navigation graph, cluster
-    /// entries) even when the variant builds no navigation graph.
+    /// The entry part the index has (navigation graph, cluster entries)
+    /// even when the variant builds no navigation graph.
     pub entries: bool,
-    /// Laser search: widening rounds (AlayaLaser §4.2) and the share of a
-    /// round that must arrive before the next (§4.3; 1 = hop barrier).
-    pub adaptive_beam: bool,
-    pub dispatch_ratio: f32,
-    /// PipeANN's pipelined search (OctopusANN §4.3.2) and how a query's
-    /// reads grow to W (§4.3.1).
-    pub pipelined: bool,
-    pub width: WidthPolicy,
-    /// Element type the records store, when not the bench's --store.
-    pub store: Option<DType>,
-    /// ivf profile (paper 002 §6): clusters a vector joins, and where it
-    /// is stored.
-    pub ivf_replicas: usize,
-    pub ivf_grouping: Grouping,
-    /// ivf profile: PQ codes and members in RAM (IVF-PQ with refinement).
-    pub ivf_codes: bool,
-    /// The node cache's order when not the profile's (`--node-cache-rank`).
-    pub node_rank: Option<CacheRank>,
-    /// Microseconds a worker polls for a completion before it sleeps, when
-    /// not the bench's --poll-us.
-    pub poll_us: Option<u32>,
     /// io_uring submission through a kernel thread (SQPOLL), when not the
     /// bench's --sqpoll.
     pub sqpoll: Option<bool>,
 }
 
-const BASE: Variant = Variant {
-    name: "",
-    about: "",
-    profile: "diskann",
-    shuffle: Shuffle::None,
-    layout: None,
-    page_size: None,
-    nav: false,
-    nav_share: 0.02,
-    plan_pq: false,
-    page_search: false,
-    pipeline: false,
-    two_stage: false,
+/// Every part the index has, the entry part only with a navigation graph.
+const OPEN: Open = Open {
     graph_cache: true,
     node_cache: true,
     entries: false,
-    adaptive_beam: false,
-    dispatch_ratio: 1.0,
-    pipelined: false,
-    width: WidthPolicy::Fixed,
-    store: None,
-    ivf_replicas: 1,
-    ivf_grouping: Grouping::Frequency,
-    ivf_codes: false,
-    node_rank: None,
-    poll_us: None,
     sqpoll: None,
+};
+
+/// Build keywords every bench index has unless its variant says
+/// otherwise: one cluster a vector (the ivf profile's 4 is stated by its
+/// variants). The bench has always built its indexes so, and an index is
+/// reused only when its recorded parameters are equal.
+pub const BENCH_BUILD: Keywords = &[("ivf_replicas", "1")];
+
+/// Search keywords every bench search has unless its variant says
+/// otherwise: the laser search's adaptive beam off (the laser variants
+/// state it), as the bench has always searched and recorded it.
+pub const BENCH_SEARCH: Keywords = &[("adaptive_beam", "false")];
+
+/// Every part, reads submitted by an io_uring kernel thread.
+const SQPOLL: Open = Open {
+    sqpoll: Some(true),
+    ..OPEN
+};
+
+/// What a variant that differs from no profile default has.
+const PLAIN: Variant = Variant {
+    name: "",
+    about: "",
+    profile: "diskann",
+    build: &[],
+    plan_pq: false,
+    search: &[],
+    open: OPEN,
 };
 
 /// The laser profile as searched by default (AlayaLaser): neighbour codes
@@ -107,27 +99,25 @@ const LASER: Variant = Variant {
     about: "the laser profile: neighbour codes in each record, visit-frequency cache, cluster \
             entries, adaptive beam",
     profile: "laser",
-    layout: Some(LayoutKind::Laser),
-    entries: true,
-    adaptive_beam: true,
-    ..BASE
+    search: &[("adaptive_beam", "true")],
+    open: Open {
+        entries: true,
+        ..OPEN
+    },
+    ..PLAIN
 };
 
 /// The gorgeous profile as built by default: PQ bytes planned for the
-/// budget, replicated blocks, navigation graph, graph cache, two-stage
-/// search. Its ablations change one part each.
+/// budget, replicated blocks, navigation graph (Gorgeous §4.1 ②: 0.5% of
+/// the vectors), graph cache, two-stage search. Its ablations change one
+/// part each.
 const GORGEOUS: Variant = Variant {
     name: "gorgeous",
     about: "the gorgeous profile as built by default: planned PQ bytes, graph cache, \
             replicated blocks, navigation graph, two-stage search",
     profile: "gorgeous",
-    layout: Some(LayoutKind::Replicated),
-    nav: true,
-    // Gorgeous §4.1 ②: 0.5% of the vectors.
-    nav_share: 0.005,
     plan_pq: true,
-    two_stage: true,
-    ..BASE
+    ..PLAIN
 };
 
 /// PipeANN as its profile builds it: id-order records, navigation graph
@@ -137,11 +127,7 @@ const PIPEANN: Variant = Variant {
     about: "the pipeann profile: navigation graph + pipelined search + adaptive width (C4), \
             visit-frequency node cache",
     profile: "pipeann",
-    nav: true,
-    nav_share: 0.01,
-    pipelined: true,
-    width: WidthPolicy::Adaptive,
-    ..BASE
+    ..PLAIN
 };
 
 /// Gorgeous with the pipelined refinement (issue #22's composition).
@@ -149,7 +135,7 @@ const GORGEOUS_PIPE: Variant = Variant {
     name: "gorgeous-pipe",
     about: "gorgeous with pipelined refinement: settled candidates' vectors read during the \
             search stage (issue #22's composition)",
-    pipelined: true,
+    search: &[("pipelined", "true")],
     ..GORGEOUS
 };
 
@@ -160,13 +146,7 @@ const OCTOPUS: Variant = Variant {
     about: "the octopus profile (C5): navigation graph + shuffle + block search + dynamic width \
             (doubling)",
     profile: "octopus",
-    shuffle: Shuffle::Bnf,
-    nav: true,
-    nav_share: 0.002,
-    page_search: true,
-    pipeline: true,
-    width: WidthPolicy::Double,
-    ..BASE
+    ..PLAIN
 };
 
 /// Paper 002 §5 as its profile builds it: compact CSR records (no page
@@ -177,8 +157,7 @@ const TIERED: Variant = Variant {
     name: "tiered",
     about: "the tiered profile: compact CSR records for a byte-granular memory tier",
     profile: "tiered",
-    layout: Some(LayoutKind::Csr),
-    ..BASE
+    ..PLAIN
 };
 
 /// Paper 002 §6 as its profile builds it: balanced clusters, each vector
@@ -188,10 +167,12 @@ const IVF: Variant = Variant {
     name: "ivf",
     about: "the ivf profile: decoupled clusters, replication 4, grouping by frequency",
     profile: "ivf",
-    layout: Some(LayoutKind::Ivf),
-    node_cache: false,
-    ivf_replicas: 4,
-    ..BASE
+    build: &[("ivf_replicas", "4")],
+    open: Open {
+        node_cache: false,
+        ..OPEN
+    },
+    ..PLAIN
 };
 
 /// The pipelined search over octopus's index: BNF blocks, block search,
@@ -200,10 +181,11 @@ const PIPEANN_BLOCKS: Variant = Variant {
     name: "pipeann-blocks",
     about: "the pipelined search with block search over octopus's shuffled blocks \
             and navigation graph, adaptive width",
-    page_search: true,
-    pipeline: false,
-    pipelined: true,
-    width: WidthPolicy::Adaptive,
+    search: &[
+        ("pipeline", "false"),
+        ("pipelined", "true"),
+        ("width", "adaptive"),
+    ],
     ..OCTOPUS
 };
 
@@ -212,107 +194,103 @@ pub const ALL: &[Variant] = &[
     Variant {
         name: "diskann",
         about: "DiskANN: id-order coupled layout, medoid entry, beam search",
-        ..BASE
+        ..PLAIN
     },
     Variant {
         name: "starling-shuffle",
         about: "diskann + BNF block shuffling only (blocked layout, no block search)",
         profile: "starling",
-        shuffle: Shuffle::Bnf,
-        ..BASE
+        search: &[("page_search", "false"), ("pipeline", "false")],
+        ..PLAIN
     },
     Variant {
         name: "starling-page",
         about: "diskann + block search only (id-order pages)",
-        page_search: true,
-        ..BASE
+        search: &[("page_search", "true")],
+        ..PLAIN
     },
     Variant {
         name: "starling-nav",
         about: "diskann + in-memory navigation graph only",
-        nav: true,
-        ..BASE
+        build: &[("nav_sample", "0.02")],
+        ..PLAIN
     },
     Variant {
         name: "starling-pipeline",
         about: "diskann + I/O-compute pipeline only",
-        pipeline: true,
-        ..BASE
+        search: &[("pipeline", "true")],
+        ..PLAIN
     },
     Variant {
         name: "starling",
         about: "the starling profile as built by default: shuffle + block search + pipeline",
         profile: "starling",
-        shuffle: Shuffle::Bnf,
-        page_search: true,
-        pipeline: true,
-        ..BASE
+        ..PLAIN
     },
     Variant {
         name: "starling-all",
         about: "every Starling technique: the starling profile + navigation graph",
         profile: "starling",
-        shuffle: Shuffle::Bnf,
-        nav: true,
-        page_search: true,
-        pipeline: true,
-        ..BASE
+        build: &[("nav_sample", "0.02")],
+        ..PLAIN
     },
     GORGEOUS,
     Variant {
         name: "gorgeous-two-stage",
         about: "diskann's index (node cache, no graph cache) + two-stage search only",
-        two_stage: true,
-        ..BASE
+        search: &[("two_stage", "true")],
+        ..PLAIN
     },
     Variant {
         name: "gorgeous-graph-cache",
         about: "gorgeous on the coupled layout: graph cache + two-stage search \
                 (a cached list has no vector, so the cache needs the refinement stage)",
-        layout: Some(LayoutKind::Coupled),
+        build: &[("layout", "coupled")],
         ..GORGEOUS
     },
     Variant {
         name: "gorgeous-replicated",
         about: "gorgeous without the graph cache: replicated blocks + node cache + two-stage",
-        graph_cache: false,
+        open: Open {
+            graph_cache: false,
+            ..OPEN
+        },
         ..GORGEOUS
     },
     Variant {
         name: "gorgeous-separated",
         about: "gorgeous on the separated layout (graph blocks, then vector pages; §5.3 Sep)",
-        layout: Some(LayoutKind::Separated),
+        build: &[("layout", "separated")],
         ..GORGEOUS
     },
     Variant {
         name: "gorgeous-8k",
         about: "gorgeous with 8 KB replicated blocks (§5.3)",
-        page_size: Some(8192),
+        build: &[("page_size", "8192")],
         ..GORGEOUS
     },
     GORGEOUS_PIPE,
     Variant {
         name: "laser-layout",
         about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
-        node_cache: false,
-        entries: false,
-        adaptive_beam: false,
-        dispatch_ratio: 1.0,
+        search: &[("adaptive_beam", "false")],
+        open: Open {
+            node_cache: false,
+            ..OPEN
+        },
         ..LASER
     },
     Variant {
         name: "laser-cache",
         about: "laser layout + visit-frequency node cache",
-        entries: false,
-        adaptive_beam: false,
-        dispatch_ratio: 1.0,
+        search: &[("adaptive_beam", "false")],
+        open: OPEN,
         ..LASER
     },
     Variant {
         name: "laser-entry",
         about: "laser layout + cache + cluster entry points",
-        adaptive_beam: false,
-        dispatch_ratio: 1.0,
+        search: &[("adaptive_beam", "false")],
         ..LASER
     },
     LASER,
@@ -320,159 +298,158 @@ pub const ALL: &[Variant] = &[
         name: "laser-dispatch",
         about: "laser + early dispatch (§4.3): the next round goes out once half of this \
                 round's reads are in",
-        dispatch_ratio: 0.5,
+        search: &[("adaptive_beam", "true"), ("dispatch_ratio", "0.5")],
         ..LASER
     },
     Variant {
         name: "octopus-width",
         about: "diskann + dynamic width only (OctopusANN §4.3.1, the scheduled policy)",
-        width: WidthPolicy::Schedule,
-        ..BASE
+        search: &[("width", "schedule")],
+        ..PLAIN
     },
     Variant {
         name: "octopus-pipe",
         about: "diskann + PipeANN's pipelined search only (fixed width)",
-        pipelined: true,
-        ..BASE
+        search: &[("pipelined", "true")],
+        ..PLAIN
     },
     Variant {
         name: "octopus-c2",
         about: "diskann + pipelined search + adaptive width (OctopusANN's C2)",
-        pipelined: true,
-        width: WidthPolicy::Adaptive,
-        ..BASE
+        search: &[("pipelined", "true"), ("width", "adaptive")],
+        ..PLAIN
     },
     PIPEANN,
     PIPEANN_BLOCKS,
     Variant {
         name: "pipeann-blocks-f16",
         about: "pipeann-blocks over f16 records (4 a 4 KB block at 384-d instead of 2)",
-        store: Some(DType::F16),
+        build: &[("store", "f16")],
         ..PIPEANN_BLOCKS
     },
     OCTOPUS,
     Variant {
         name: "octopus-schedule",
         about: "octopus (C5) with OctopusANN's scheduled width instead of the doubling one",
-        width: WidthPolicy::Schedule,
+        search: &[("width", "schedule")],
         ..OCTOPUS
     },
     Variant {
         name: "diskann-poll",
         about: "diskann with its workers polling for completions instead of sleeping",
-        // As long as the pipelined searches poll by default.
-        poll_us: Some(stratavec::search::PIPELINED_POLL_US),
-        ..BASE
+        // As long as the pipelined searches poll by default
+        // (`PIPELINED_POLL_US`, which a test holds this to).
+        search: &[("poll_us", "1000")],
+        ..PLAIN
     },
     Variant {
         name: "pipeann-sleep",
         about: "pipeann with its workers sleeping until a completion arrives instead of polling",
-        poll_us: Some(0),
+        search: &[("poll_us", "0")],
         ..PIPEANN
     },
     Variant {
         name: "diskann-sqpoll",
         about: "diskann with its reads submitted (and their completions' work done) by an \
                 io_uring kernel thread on another core (SQPOLL)",
-        sqpoll: Some(true),
-        ..BASE
+        open: SQPOLL,
+        ..PLAIN
     },
     Variant {
         name: "pipeann-sqpoll",
         about: "pipeann with its reads submitted by an io_uring kernel thread (SQPOLL)",
-        sqpoll: Some(true),
+        open: SQPOLL,
         ..PIPEANN
     },
     Variant {
         name: "gorgeous-pipe-sqpoll",
         about: "gorgeous-pipe with its reads submitted by an io_uring kernel thread (SQPOLL)",
-        sqpoll: Some(true),
+        open: SQPOLL,
         ..GORGEOUS_PIPE
     },
     Variant {
         name: "octopus-navcache",
         about: "octopus (C5) with its node cache nearest the navigation graph's nodes, where its \
                 searches start, instead of breadth-first from the medoid",
-        node_rank: Some(CacheRank::Nav),
+        build: &[("node_cache_rank", "nav")],
         ..OCTOPUS
     },
     Variant {
         name: "octopus-fixed",
         about: "octopus (C5) with every hop W reads wide from the first (no dynamic width)",
-        width: WidthPolicy::Fixed,
+        search: &[("width", "fixed")],
         ..OCTOPUS
     },
     Variant {
         name: "octopus-bfs",
         about: "octopus (C5) with DiskANN's node cache, breadth-first from the medoid, instead \
                 of the visit-frequency one",
-        node_rank: Some(CacheRank::Bfs),
+        build: &[("node_cache_rank", "bfs")],
         ..OCTOPUS
     },
     Variant {
         name: "pipeann-bfs",
         about: "pipeann with DiskANN's node cache, breadth-first from the medoid, instead of \
                 the visit-frequency one",
-        node_rank: Some(CacheRank::Bfs),
+        build: &[("node_cache_rank", "bfs")],
         ..PIPEANN
     },
     Variant {
         name: "octopus-adaptive",
         about: "octopus (C5) with the waste-driven width instead of the doubling one",
-        width: WidthPolicy::Adaptive,
+        search: &[("width", "adaptive")],
         ..OCTOPUS
     },
     TIERED,
     Variant {
         name: "tiered-f16",
         about: "the tiered profile over f16 records",
-        store: Some(DType::F16),
+        build: &[("store", "f16")],
         ..TIERED
     },
     IVF,
     Variant {
         name: "ivf-r1",
         about: "ivf without replication, each vector in its cluster's group (classic IVF)",
-        ivf_replicas: 1,
+        build: &[("ivf_replicas", "1")],
         ..IVF
     },
     Variant {
         name: "ivf-r2",
         about: "ivf, replication 2, grouping by frequency",
-        ivf_replicas: 2,
+        build: &[("ivf_replicas", "2")],
         ..IVF
     },
     Variant {
         name: "ivf-r8",
         about: "ivf, replication 8, grouping by frequency",
-        ivf_replicas: 8,
+        build: &[("ivf_replicas", "8")],
         ..IVF
     },
     Variant {
         name: "ivf-nogroup",
         about: "ivf, replication 4, vectors in id order (every member a small read, §6.1)",
-        ivf_grouping: Grouping::None,
+        build: &[("ivf_replicas", "4"), ("ivf_grouping", "none")],
         ..IVF
     },
     Variant {
         name: "ivf-pq",
         about: "ivf without replication, with PQ codes and members in RAM: probed members \
                 scored on codes, the best rerank-factor x k vectors read (IVF-PQ + refine)",
-        ivf_replicas: 1,
-        ivf_codes: true,
+        build: &[("ivf_replicas", "1"), ("ivf_codes", "true")],
         ..IVF
     },
     Variant {
         name: "ivf-pq-r4",
         about: "ivf-pq with replication 4 (grouping by frequency)",
-        ivf_codes: true,
+        build: &[("ivf_replicas", "4"), ("ivf_codes", "true")],
         ..IVF
     },
     Variant {
         name: "laser-wide",
         about: "the laser profile with every round W wide (no adaptive beam): for one query \
                 alone on the device, where a wide first round costs no time",
-        adaptive_beam: false,
+        search: &[("adaptive_beam", "false")],
         ..LASER
     },
 ];
@@ -490,55 +467,138 @@ pub fn find(name: &str) -> Result<&'static Variant> {
     }
 }
 
+/// What a bench run gives every variant's build.
+pub struct RunBuild {
+    /// The run's flags as build keywords (`graph_degree`, `pq_bytes`,
+    /// `store`, ...), applied where the variant does not set the same one.
+    pub keywords: Vec<(String, String)>,
+    /// --nav-sample: over the variant's own share, for the variants whose
+    /// index has a navigation graph (the others build none whatever it
+    /// says).
+    pub nav_sample: Option<f32>,
+    /// The memory budget in bytes, which the variants that plan their PQ
+    /// bytes build for.
+    pub budget: u64,
+}
+
 impl Variant {
-    /// The navigation graph's sample ratio in the index this variant needs:
-    /// the bench's --nav-sample when given, else the variant's own.
-    pub fn nav_sample(&self, mu: Option<f32>) -> f32 {
-        if self.nav {
-            mu.unwrap_or(self.nav_share)
-        } else {
-            0.0
-        }
+    /// Whether the variant's index has a navigation graph: its profile's
+    /// or its own share of the vectors, before the run's --nav-sample.
+    pub fn has_nav(&self) -> Result<bool> {
+        let own = overlay(&[&owned(&[("profile", self.profile)]), &owned(self.build)]);
+        let p = Given::from_keywords(Params::Build, &own)?.build_params()?;
+        Ok(p.nav_sample > 0.0)
     }
 
-    /// Directory name of the index (variants that differ only at search
-    /// or open time share it; the shuffle follows from the profile). A
-    /// planned index is named for its budget instead of its PQ bytes.
-    pub fn index_name(
-        &self,
-        dataset: &str,
-        r: usize,
-        l: usize,
-        pq: usize,
-        mu: Option<f32>,
-        budget_bytes: u64,
-    ) -> String {
-        let nav = if self.nav {
-            format!("-nav{}", self.nav_sample(mu))
-        } else {
-            String::new()
-        };
-        let pq = if self.plan_pq {
-            format!("pqplan{:.1}MB", budget_bytes as f64 / 1e6)
-        } else {
-            format!("pq{pq}")
-        };
-        let layout = self.layout.map_or(String::new(), |k| format!("-{k}"));
-        let ivf = if self.layout == Some(LayoutKind::Ivf) {
-            let codes = if self.ivf_codes { "-codes" } else { "" };
-            format!("-r{}-{}{codes}", self.ivf_replicas, self.ivf_grouping)
-        } else {
-            String::new()
-        };
-        let page = self.page_size.map_or(String::new(), |p| format!("-p{p}"));
-        let rank = self
-            .node_rank
-            .map_or(String::new(), |k| format!("-cache{k}"));
-        format!(
-            "{dataset}-{}-R{r}-L{l}-{pq}{nav}{layout}{ivf}{page}{rank}",
-            self.profile
-        )
+    /// The build keywords of the variant's index in a run: the run's, then
+    /// the bench's, then the variant's own, each over the one before.
+    pub fn build_keywords(&self, run: &RunBuild) -> Result<Vec<(String, String)>> {
+        let mut last = vec![("profile".to_string(), self.profile.to_string())];
+        if self.plan_pq {
+            last.push(("memory_budget_mb".into(), megabytes_exactly(run.budget)));
+        }
+        if let (Some(mu), true) = (run.nav_sample, self.has_nav()?) {
+            last.push(("nav_sample".into(), mu.to_string()));
+        }
+        Ok(overlay(&[
+            &run.keywords,
+            &owned(BENCH_BUILD),
+            &owned(self.build),
+            &last,
+        ]))
     }
+
+    /// The build parameters of the variant's index in a run.
+    pub fn build_params(&self, run: &RunBuild) -> Result<BuildParams> {
+        let given = Given::from_keywords(Params::Build, &self.build_keywords(run)?)?;
+        let mut p = given.build_params()?;
+        // Planned, the planner chooses the PQ bytes; the run's stay
+        // recorded beside them, as bench indexes have always had them.
+        p.unset.pq_bytes |= self.plan_pq;
+        Ok(p)
+    }
+
+    /// The search keywords of the variant in a run: the run's (k, L, -W,
+    /// ...), then the bench's, then the variant's own, each over the one
+    /// before.
+    pub fn search_keywords(&self, run: &[(String, String)]) -> Vec<(String, String)> {
+        overlay(&[run, &owned(BENCH_SEARCH), &owned(self.search)])
+    }
+
+    /// Directory name of the index built with `p` (variants that differ
+    /// only at search or open time share it). A planned index is named for
+    /// its budget instead of its PQ bytes; the layout, page size and node
+    /// cache order appear where the variant states them.
+    pub fn index_name(&self, dataset: &str, p: &BuildParams) -> Result<String> {
+        let nav = if self.has_nav()? {
+            format!("-nav{}", p.nav_sample)
+        } else {
+            String::new()
+        };
+        let pq = match p.memory_budget.filter(|_| self.plan_pq) {
+            Some(budget) => format!("pqplan{:.1}MB", budget as f64 / 1e6),
+            None => format!("pq{}", p.pq_bytes),
+        };
+        let layout = p.layout.map_or(String::new(), |k| format!("-{k}"));
+        let ivf = if p.layout == Some(LayoutKind::Ivf) {
+            let codes = if p.ivf_codes { "-codes" } else { "" };
+            format!("-r{}-{}{codes}", p.ivf_replicas, p.ivf_grouping)
+        } else {
+            String::new()
+        };
+        let page = Some(p.page_size)
+            .filter(|_| !p.unset.page_size)
+            .map_or(String::new(), |s| format!("-p{s}"));
+        let profile_rank = BuildParams::for_profile(self.profile).node_cache_rank;
+        let rank = p
+            .node_cache_rank
+            .filter(|&r| Some(r) != profile_rank)
+            .map_or(String::new(), |k| format!("-cache{k}"));
+        // f16 indexes get their own directories.
+        let store = p.store.map_or(String::new(), |s| format!("-{s}"));
+        Ok(format!(
+            "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}",
+            self.profile, p.graph_degree, p.complexity
+        ))
+    }
+}
+
+fn owned(keywords: &[(&str, &str)]) -> Vec<(String, String)> {
+    keywords
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The keywords of `lists`, a later list's value replacing an earlier
+/// one's (a keyword given twice is refused by the parser).
+fn overlay(lists: &[&[(String, String)]]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (keyword, value) in lists.iter().flat_map(|l| l.iter()) {
+        match out.iter_mut().find(|(k, _)| k == keyword) {
+            Some(slot) => slot.1 = value.clone(),
+            None => out.push((keyword.clone(), value.clone())),
+        }
+    }
+    out
+}
+
+/// `bytes` as MB that `args::megabytes` reads back as exactly `bytes`: it
+/// truncates MB x 10^6, which a decimal's nearest double can leave a byte
+/// short, so the double is nudged by an ulp or two.
+fn megabytes_exactly(bytes: u64) -> String {
+    let first = bytes as f64 / 1e6;
+    let back = |mb: f64| stratavec::args::megabytes(&mb.to_string()).ok();
+    let (mut up, mut down) = (first, first);
+    for _ in 0..4 {
+        for mb in [up, down] {
+            if back(mb) == Some(bytes) {
+                return mb.to_string();
+            }
+        }
+        (up, down) = (up.next_up(), down.next_down());
+    }
+    first.to_string()
 }
 
 #[cfg(test)]
@@ -559,10 +619,18 @@ mod tests {
 
     #[test]
     fn search_time_variants_share_an_index() {
+        let run = RunBuild {
+            keywords: owned(&[
+                ("graph_degree", "64"),
+                ("complexity", "128"),
+                ("pq_bytes", "48"),
+            ]),
+            nav_sample: Some(0.02),
+            budget: 1_000_000,
+        };
         let name = |n: &str| {
-            find(n)
-                .unwrap()
-                .index_name("d", 64, 128, 48, Some(0.02), 1_000_000)
+            let v = find(n).unwrap();
+            v.index_name("d", &v.build_params(&run).unwrap()).unwrap()
         };
         assert_eq!(name("diskann"), name("starling-page"));
         assert_eq!(name("diskann"), name("starling-pipeline"));
@@ -599,5 +667,59 @@ mod tests {
             assert_eq!(name("octopus"), name(same));
         }
         assert_ne!(name("pipeann"), name("starling-nav"));
+    }
+
+    /// A renamed or retyped parameter fails here, not in a bench run.
+    #[test]
+    fn every_variants_keywords_parse() {
+        let build = |k: &[(String, String)]| {
+            Given::from_keywords(Params::Build, k)
+                .and_then(|g| g.build_params())
+                .unwrap_or_else(|e| panic!("{k:?}: {e}"))
+        };
+        let search = |k: &[(String, String)]| {
+            Given::from_keywords(Params::Search, k)
+                .and_then(|g| g.search_params(|_| stratavec::SearchParams::default()))
+                .unwrap_or_else(|e| panic!("{k:?}: {e}"))
+        };
+        build(&owned(BENCH_BUILD));
+        search(&owned(BENCH_SEARCH));
+        for v in ALL {
+            let own = owned(&[("profile", v.profile)]);
+            build(&overlay(&[&own, &owned(v.build)]));
+            search(&owned(v.search));
+        }
+    }
+
+    #[test]
+    fn diskann_poll_polls_as_the_pipelined_search() {
+        let v = find("diskann-poll").unwrap();
+        let p = Given::from_keywords(Params::Search, &owned(v.search))
+            .unwrap()
+            .search_params(|_| stratavec::SearchParams::default())
+            .unwrap();
+        assert_eq!(p.poll_us, stratavec::search::PIPELINED_POLL_US);
+    }
+
+    #[test]
+    fn budgets_in_megabytes_read_back_exactly() {
+        for bytes in [
+            0,
+            1,
+            999_999,
+            1_000_000,
+            1_234_567,
+            7_372_800,
+            123_456_789_123,
+        ] {
+            let mb = megabytes_exactly(bytes);
+            assert_eq!(stratavec::args::megabytes(&mb), Ok(bytes), "{mb}");
+        }
+        for bytes in (0..2_000_000u64).step_by(997) {
+            assert_eq!(
+                stratavec::args::megabytes(&megabytes_exactly(bytes)),
+                Ok(bytes)
+            );
+        }
     }
 }
