@@ -11,6 +11,14 @@ export CARGO_TERM_COLOR=never
 # shows where its minutes go.
 step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 
+# A test whose data, tool or hardware is missing says so
+# (`stratavec_testkit::skipped`, pytest's skips) and is listed at the end;
+# what this script provides (the real data, the Python) must not be missing:
+# STRATAVEC_REQUIRE turns those skips into failures.
+export STRATAVEC_SKIP_LOG="$PWD/.cache/skipped.txt"
+: > "$STRATAVEC_SKIP_LOG"
+export STRATAVEC_REQUIRE=python
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -20,6 +28,7 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 step "real data: wordnet-minilm 20k subset"
 if dir=$(scripts/wordnet.sh 20k); then
   export STRATAVEC_WORDNET_DIR="$PWD/$dir"
+  export STRATAVEC_REQUIRE=python,wordnet
 else
   echo "skipping the real-data test: make it with scripts/wordnet.sh 20k (needs ../shared/data/wordnet-minilm)"
 fi
@@ -45,7 +54,7 @@ step "python tests"
 # LTO or an optimised Parquet/Arrow stack, which a release build takes
 # ~5 minutes of CI to compile; Cargo.toml says more).
 VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --profile pytest -q -m python/Cargo.toml
-"$venv/bin/python" -m pytest -q --durations=10 python/tests benchmarks/peers/tests benchmarks/tests
+"$venv/bin/python" -m pytest -q -rs --durations=10 python/tests benchmarks/peers/tests benchmarks/tests
 
 step "interrupted builds (tests/interrupts.py)"
 # The CLI binary `cargo test` built for its integration tests
@@ -55,3 +64,7 @@ step "interrupted builds (tests/interrupts.py)"
 cargo test -q --no-run
 "$venv/bin/python" tests/interrupts.py --bin "${CARGO_TARGET_DIR:-target}/debug/stratavec"
 step "done"
+if [ -s "$STRATAVEC_SKIP_LOG" ]; then
+  echo "Rust tests that could not run here ($(wc -l < "$STRATAVEC_SKIP_LOG")):"
+  sort -u "$STRATAVEC_SKIP_LOG"
+fi

@@ -621,11 +621,14 @@ fn bench_times_systems_round_robin_and_probes_the_device() {
     let mut systems = vec!["stratavec-diskann", "stratavec-starling-page"];
     match &python {
         Some(py) => {
-            c.env("STRATAVEC_PEER_PYTHON", py).args(["--peers", "bruteforce"]);
+            c.env("STRATAVEC_PEER_PYTHON", py)
+                .args(["--peers", "bruteforce"]);
             systems.push("bruteforce");
         }
-        None => eprintln!(
-            "skipping the peer part: set STRATAVEC_TEST_PYTHON to a Python with numpy (test.sh does)"
+        None => stratavec_testkit::skipped(
+            "bench's peer part",
+            stratavec_testkit::Need::Python,
+            "no STRATAVEC_TEST_PYTHON (a Python with numpy; test.sh sets it)",
         ),
     }
     let o = ok(c.output().expect("run stratavec bench"));

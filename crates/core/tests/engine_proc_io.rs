@@ -22,15 +22,25 @@ fn stats_bytes_match_kernel_read_bytes() {
     let res = search(&index, &queries, 10, 64);
     assert_eq!(res.failed(), 0);
     if !res.io_backend.contains("direct") {
-        eprintln!(
+        let why = format!(
             "backend {} is not O_DIRECT (filesystem without direct I/O?): kernel counts include \
              page-cache hits, nothing to compare",
             res.io_backend
         );
+        stratavec_testkit::skipped(
+            "stats_bytes_match_kernel_read_bytes",
+            stratavec_testkit::Need::Hardware,
+            &why,
+        );
         return;
     }
     let Some(kernel) = res.proc_read_bytes else {
-        eprintln!("/proc/self/io not readable here; nothing to compare");
+        let why = "/proc/self/io is not readable; nothing to compare";
+        stratavec_testkit::skipped(
+            "stats_bytes_match_kernel_read_bytes",
+            stratavec_testkit::Need::Procfs,
+            why,
+        );
         return;
     };
     let counted = res.total().bytes;

@@ -25,13 +25,24 @@ fn one_query_batch_kernel_bytes_match_stats() {
     };
     let res = index.search_batch(&queries, index.dim(), &p).unwrap();
     if !res.io_backend.contains("direct") {
-        eprintln!(
+        let why = format!(
             "backend {} is not O_DIRECT; nothing to compare",
             res.io_backend
+        );
+        stratavec_testkit::skipped(
+            "one_query_batch_kernel_bytes_match_stats",
+            stratavec_testkit::Need::Hardware,
+            &why,
         );
         return;
     }
     let Some(kernel) = res.proc_read_bytes else {
+        let why = "/proc/self/io is not readable; nothing to compare";
+        stratavec_testkit::skipped(
+            "one_query_batch_kernel_bytes_match_stats",
+            stratavec_testkit::Need::Procfs,
+            why,
+        );
         return;
     };
     let counted = res.total().bytes;

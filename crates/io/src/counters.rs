@@ -184,10 +184,14 @@ mod tests {
 
     #[test]
     fn proc_self_io_readable_here() {
-        // Informational: procfs may be missing in odd sandboxes.
+        // procfs may be missing in odd sandboxes.
         match proc_self_io() {
             Some(p) => assert!(p.rchar > 0),
-            None => eprintln!("/proc/self/io not available; skipping"),
+            None => stratavec_testkit::skipped(
+                "proc_self_io_readable_here",
+                stratavec_testkit::Need::Procfs,
+                "/proc/self/io is not readable",
+            ),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use stratavec_testkit::Need;
 
 use stratavec_io::{
     open_reader, proc_self_io, Backend, BlockReader, Completion, FaultyReader, IoCounters, IoError,
@@ -75,7 +76,9 @@ fn backends(path: &Path, slots: usize, slot_bytes: usize) -> Vec<Box<dyn BlockRe
     let mut out: Vec<Box<dyn BlockReader>> = Vec::new();
     let mut keep = |what: &str, r: Result<Box<dyn BlockReader>, IoError>| match r {
         Ok(r) => out.push(r),
-        Err(e @ IoError::Unsupported { .. }) => eprintln!("SKIP {what}: {e}"),
+        Err(e @ IoError::Unsupported { .. }) => {
+            stratavec_testkit::skipped(what, Need::Hardware, &e.to_string())
+        }
         Err(e) => panic!("{what}: {e}"),
     };
     let boxed = |r: Result<UringReader, IoError>| r.map(|r| Box::new(r) as Box<dyn BlockReader>);
@@ -131,7 +134,11 @@ fn backends(path: &Path, slots: usize, slot_bytes: usize) -> Vec<Box<dyn BlockRe
                 false,
             )),
         ),
-        None => eprintln!("SKIP io_uring+direct(unregistered): O_DIRECT refused here"),
+        None => stratavec_testkit::skipped(
+            "io_uring+direct(unregistered)",
+            Need::Hardware,
+            "O_DIRECT refused here",
+        ),
     }
     match open_direct(path) {
         Some(f) => keep(
@@ -145,7 +152,11 @@ fn backends(path: &Path, slots: usize, slot_bytes: usize) -> Vec<Box<dyn BlockRe
                 true,
             )),
         ),
-        None => eprintln!("SKIP io_uring+direct+sqpoll: O_DIRECT refused here"),
+        None => stratavec_testkit::skipped(
+            "io_uring+direct+sqpoll",
+            Need::Hardware,
+            "O_DIRECT refused here",
+        ),
     }
     let faulty = open_reader(path, &opts(Backend::IoUring))
         .or_else(|_| open_reader(path, &opts(Backend::Buffered)))
@@ -645,7 +656,11 @@ fn fault_wrapper_fails_exactly_the_chosen_reads() {
 #[test]
 fn proc_self_io_counts_direct_reads() {
     let Some(_) = proc_self_io() else {
-        eprintln!("SKIP: /proc/self/io unavailable");
+        stratavec_testkit::skipped(
+            "proc_self_io_counts_direct_reads",
+            stratavec_testkit::Need::Procfs,
+            "/proc/self/io is not readable",
+        );
         return;
     };
     let dir = temp_dir();

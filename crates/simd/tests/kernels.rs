@@ -593,7 +593,11 @@ mod f16_matrix {
         assert!(!F16Matrix::from_f16_bytes(matrix(3, 5, 1), 5).on_amx());
         assert_eq!(m.on_amx(), stratavec_simd::amx::active());
         if !m.on_amx() {
-            eprintln!("skipped: AMX tiles (no AMX-BF16 here, refused, or STRATAVEC_AMX=off); the f16 holding was tested");
+            stratavec_testkit::skipped(
+                "reports_whether_tiles_ran: AMX tiles",
+                stratavec_testkit::Need::Hardware,
+                "no AMX-BF16 here, refused, or STRATAVEC_AMX=off; the f16 holding was tested",
+            );
         }
         // 3 × 5 f16 values, and one block of tiles (16 rows × 32 columns
         // of bf16) where they ran.

@@ -765,13 +765,13 @@ mod tests {
         .as_ref()
     }
 
-    const SKIP: &str =
-        "skipping the real-data bound test: set STRATAVEC_WORDNET_DIR (scripts/wordnet.sh 20k makes it)";
+    use stratavec_testkit::Need;
+    const SKIP: &str = "no STRATAVEC_WORDNET_DIR (scripts/wordnet.sh 20k makes it)";
 
     #[test]
     fn bound_holds_on_real_embeddings() {
         let Some(r) = real() else {
-            println!("{SKIP}");
+            stratavec_testkit::skipped("bound_holds_on_real_embeddings", Need::Wordnet, SKIP);
             return;
         };
         let d = r.rq.dim;
@@ -893,7 +893,7 @@ mod tests {
     #[test]
     fn ranking_on_real_embeddings() {
         let Some(r) = real() else {
-            println!("{}", SKIP.replace("bound", "ranking"));
+            stratavec_testkit::skipped("ranking_on_real_embeddings", Need::Wordnet, SKIP);
             return;
         };
         let (d, df) = (r.rq.dim, r.dim_full);

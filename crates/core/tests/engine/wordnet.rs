@@ -17,9 +17,11 @@ fn data_dir() -> Option<PathBuf> {
 #[test]
 fn wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less() {
     let Some(dir) = data_dir() else {
-        eprintln!(
-            "SKIPPED wordnet test: run `scripts/wordnet.sh 20k` and set \
-             STRATAVEC_WORDNET_DIR=.cache/wordnet-minilm-20k (test.sh does both)"
+        stratavec_testkit::skipped(
+            "wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less",
+            stratavec_testkit::Need::Wordnet,
+            "no STRATAVEC_WORDNET_DIR: run `scripts/wordnet.sh 20k` and set it to the directory \
+             it prints (test.sh does both)",
         );
         return;
     };
