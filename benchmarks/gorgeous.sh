@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 steps=${*:-1 2 3 4}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-minilm=${STRATAVEC_DATA:-${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}}/wordnet-minilm
+minilm=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-minilm
 mpnet=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-mpnet
 res=benchmarks/results
 work=.cache/bench
