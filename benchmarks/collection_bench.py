@@ -18,7 +18,7 @@ is the sum of its segment searches'), reads a query, the merge's share of
 the wall time, and RAM held. One JSON row a line to ``--out``.
 
     .cache/venv-py/bin/python benchmarks/collection_bench.py \
-        --data .cache/wordnet-minilm --single .cache/bench/wordnet-minilm-diskann-R64-L128-pq48 \
+        --data ~/.cache/stratavec/wordnet-minilm --single .cache/bench/wordnet-minilm-diskann-R64-L128-pq48 \
         --collections .cache/collections/wordnet-minilm-{range-2,range-4,range-8,kmeans-4,kmeans-8} \
         --budget-mb 35.9 --rounds 3 --ray --out benchmarks/results/collections-384.jsonl
 """

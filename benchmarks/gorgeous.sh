@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 steps=${*:-1 2 3 4}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-minilm=.cache/wordnet-minilm
-mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
+minilm=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-minilm
+mpnet=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-mpnet
 res=benchmarks/results
 work=.cache/bench
 mkdir -p "$res" "$work"
@@ -34,7 +34,7 @@ ablations=diskann,starling,gorgeous,gorgeous-two-stage,gorgeous-graph-cache,gorg
 # point that reaches the recall" is within one L of where each crosses it.
 sweep="$(seq -s, 14 45),50,60"
 if has 1; then
-  [ -f "$minilm/base.fbin" ] || scripts/wordnet.sh full
+  [ -f "$minilm/base.fbin" ] || minilm=$(scripts/wordnet.sh full)
   "$bin" bench --data "$minilm" --work "$work" --out "$res/gorgeous-384.jsonl" --profiles "$ablations" \
     --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 3
 fi

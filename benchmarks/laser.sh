@@ -28,8 +28,8 @@ cd "$(dirname "$0")/.."
 steps=${*:-1 2 4 5 3}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-minilm=.cache/wordnet-minilm
-mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
+minilm=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-minilm
+mpnet=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-mpnet
 res=${LASER_RESULTS:-benchmarks/results}
 work=.cache/bench
 mkdir -p "$res" "$work"
@@ -42,7 +42,7 @@ peers=${LASER_PEERS:-hnswlib,diskannpy,diskannpy-rust}
 # laser near 60); LASER_SWEEP and LASER_PEERS override.
 sweep=${LASER_SWEEP:-16,20,24,28,32,36,40,50,60,80,100,120,150}
 if has 1; then
-  [ -f "$minilm/base.fbin" ] || scripts/wordnet.sh full
+  [ -f "$minilm/base.fbin" ] || minilm=$(scripts/wordnet.sh full)
   "$bin" bench --data "$minilm" --work "$work" --out "$res/laser-384.jsonl" --profiles "$systems" \
     --peers "$peers" --threads 2 --memory-fraction 0.2 -L "$sweep" --rounds 2
 fi

