@@ -24,7 +24,7 @@ import re
 import statistics
 
 import rounds
-from laser_table import caption, lowest_p50, number
+from tables.laser import caption, lowest_p50, number
 
 TARGETS = (0.90, 0.95, 0.99)
 

@@ -23,7 +23,7 @@ import re
 import statistics
 
 import rounds
-from laser_table import caption, number
+from tables.laser import caption, number
 from pipeann_table import spread_cell
 
 TARGETS = (0.90, 0.95)

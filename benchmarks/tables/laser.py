@@ -1,8 +1,6 @@
 """The AlayaLaser section of BENCHMARKS.md from `stratavec bench` rows
-(benchmarks/laser.sh writes them).
-
-    python benchmarks/laser_table.py --results benchmarks/results \
-        --out benchmarks/results/laser.md --into BENCHMARKS.md
+(benchmarks/scenarios/laser.toml runs and renders it:
+`python3 benchmarks/bench.py report benchmarks/scenarios/laser.toml`).
 
 Reads laser-384.jsonl and laser-768.jsonl (every system at one budget, 2
 threads, same run), and laser-768-ram.jsonl (the same through the `ram`
@@ -13,8 +11,9 @@ diskann computed within each round (median and range). Then the latency
 runs (laser-768-latency-w4/-w8.jsonl, 1 thread x 1 query): p50 and p99 a
 query at each target. Last, issue #21's targets on wordnet-mpnet at R@10
 0.95, each with the figure measured. Standard library only.
+pipeann_table.py and tiered_table.py reuse `caption`, `lowest_p50` and
+`number`.
 """
-import argparse
 import os
 
 import rounds
@@ -153,25 +152,17 @@ def table(path):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="benchmarks/results")
-    ap.add_argument("--out")
-    ap.add_argument("--into", help="replace the text between the laser-tables markers of this file "
-                    "(BENCHMARKS.md) with the tables")
-    ap.add_argument("--tag", default="laser-tables",
-                    help="the markers' name: another machine's runs (their own --results folder) "
-                    "get their own section")
-    a = ap.parse_args()
+def render(results):
+    """The text between the section's markers, from the rows in `results`."""
     lines = []
     for name in ("laser-384.jsonl", "laser-768.jsonl", "laser-768-ram.jsonl"):
-        path = os.path.join(a.results, name)
+        path = os.path.join(results, name)
         if os.path.exists(path):
             if name.endswith("-ram.jsonl"):
                 lines += ["Through the `ram` backend (the index in memory, read as a fast "
                           "second tier would serve it; hnswlib as always):", ""]
             lines += table(path) + [""]
-    lat = [os.path.join(a.results, f"laser-768-latency-w{w}.jsonl") for w in (4, 8)]
+    lat = [os.path.join(results, f"laser-768-latency-w{w}.jsonl") for w in (4, 8)]
     lat = [p for p in lat if os.path.exists(p)]
     if lat:
         t, notes = latency_table(lat)
@@ -180,8 +171,5 @@ def main():
                   "time from its start, its query map and entry scan, to its result, nothing queued "
                   "behind it" + caveat + "), 20% budget, SSD; raw rows " + "; ".join(notes), ""]
         lines += t + [""]
-    lines += ["Issue #21's targets:", ""] + targets(a.results) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, a.tag)
-
-if __name__ == "__main__":
-    main()
+    lines += ["Issue #21's targets:", ""] + targets(results) + [""]
+    return "\n".join(lines) + "\n"

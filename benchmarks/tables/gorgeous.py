@@ -1,9 +1,6 @@
 """The Gorgeous section of BENCHMARKS.md from `stratavec bench` rows
-(benchmarks/gorgeous.sh writes them).
-
-    python benchmarks/gorgeous_table.py --results benchmarks/results \
-        --out benchmarks/results/gorgeous.md --plot benchmarks/plots/gorgeous-budget.png \
-        --into BENCHMARKS.md
+(benchmarks/scenarios/gorgeous.toml runs and renders it:
+`python3 benchmarks/bench.py report benchmarks/scenarios/gorgeous.toml`).
 
 Reads gorgeous-384.jsonl and gorgeous-768.jsonl (each variant at one
 budget) and gorgeous-budget-<fraction>.jsonl (diskann, starling and
@@ -12,20 +9,13 @@ QPS among points reaching it (median over rounds of each L; ratios computed
 within each round against starling and diskann, their median and range
 given), reads per query and p99 latency at that point, and the index's
 disk bytes. The budget table and plot give QPS at recall@10 0.95 per
-budget (Gorgeous Figure 12). Standard library, plus matplotlib for --plot.
+budget (Gorgeous Figure 12). Standard library, plus matplotlib for `plot`.
 """
-import argparse
 import os
 
 import rounds
 
 TARGETS = (0.90, 0.95)
-
-
-
-
-
-
 
 
 def variant_table(path):
@@ -78,20 +68,14 @@ def budget_rows(results):
     return sorted(found)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="benchmarks/results")
-    ap.add_argument("--out")
-    ap.add_argument("--plot")
-    ap.add_argument("--into", help="replace the text between the gorgeous-tables markers of this file "
-                    "(BENCHMARKS.md) with the tables")
-    a = ap.parse_args()
+def render(results):
+    """The text between the section's markers, from the rows in `results`."""
     lines = []
     for name in ("gorgeous-384.jsonl", "gorgeous-768.jsonl"):
-        path = os.path.join(a.results, name)
+        path = os.path.join(results, name)
         if os.path.exists(path):
             lines += variant_table(path) + [""]
-    budget = budget_rows(a.results)
+    budget = budget_rows(results)
     if budget:
         lines += ["QPS and reads a query at recall@10 0.95 as the budget grows (wordnet-minilm; "
                   "gorgeous plans its PQ bytes for each budget):", "",
@@ -100,29 +84,32 @@ def main():
             q = f"{qps:,.0f}" if qps else "never"
             rd = f"{reads:.1f}" if reads else "—"
             lines.append(f"| {frac * 100:g}% ({mb:.1f} MB) | {s} | {pq} | {q} | {rd} |")
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "gorgeous-tables")
-    if a.plot and budget:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-        for s in dict.fromkeys(b[2] for b in budget):
-            pts = [b for b in budget if b[2] == s and b[3]]
-            ax1.plot([b[0] * 100 for b in pts], [b[3] for b in pts], marker="o", label=s)
-            ax2.plot([b[0] * 100 for b in pts], [b[4] for b in pts], marker="o", label=s)
-        ax1.set(xlabel="memory budget (% of raw vectors)", ylabel="QPS at recall@10 0.95", xscale="log")
-        ax2.set(xlabel="memory budget (% of raw vectors)", ylabel="reads a query at recall@10 0.95", xscale="log")
-        for ax in (ax1, ax2):
-            ax.set_xticks([5, 10, 20, 40], ["5", "10", "20", "40"])
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.grid(alpha=0.3)
-            ax.legend()
-        fig.suptitle("wordnet-minilm (384-d, 116,707 vectors), 2 threads")
-        fig.tight_layout()
-        os.makedirs(os.path.dirname(a.plot), exist_ok=True)
-        fig.savefig(a.plot, dpi=120)
+    return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    main()
+def plot(results, path):
+    """The budget plot (Gorgeous Figure 12) as a PNG at `path`; needs matplotlib."""
+    budget = budget_rows(results)
+    if not budget:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for s in dict.fromkeys(b[2] for b in budget):
+        pts = [b for b in budget if b[2] == s and b[3]]
+        ax1.plot([b[0] * 100 for b in pts], [b[3] for b in pts], marker="o", label=s)
+        ax2.plot([b[0] * 100 for b in pts], [b[4] for b in pts], marker="o", label=s)
+    ax1.set(xlabel="memory budget (% of raw vectors)", ylabel="QPS at recall@10 0.95", xscale="log")
+    ax2.set(xlabel="memory budget (% of raw vectors)", ylabel="reads a query at recall@10 0.95", xscale="log")
+    for ax in (ax1, ax2):
+        ax.set_xticks([5, 10, 20, 40], ["5", "10", "20", "40"])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("wordnet-minilm (384-d, 116,707 vectors), 2 threads")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=120)
+

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""One runner for every benchmark study (issue #53, item 4).
+
+    python3 benchmarks/bench.py run benchmarks/scenarios/laser.toml [--runs minilm,mpnet]
+        [--dry-run] [--results DIR] [--set profiles=diskann,laser] [--no-report]
+    python3 benchmarks/bench.py report benchmarks/scenarios/laser.toml [--plots] [--check]
+    python3 benchmarks/bench.py report --all
+
+A scenario file (benchmarks/scenarios/NAME.toml; schema in
+runner/scenario.py) says what a study measures: its runs, each one
+`stratavec bench` invocation (data set, budget, profiles, peers, rounds,
+sweep, threads, latency mode, tiers...) writing one raw-rows file, and the
+BENCHMARKS.md sections it renders, each a marker tag, a table renderer
+(tables/NAME.py) and the results folder it reads. `run` builds the CLI,
+makes missing data sets, runs the selected runs in file order, then
+renders the reports that read the folder it wrote. `report` renders from
+the committed rows only, so it is cheap, needs no build, and gives the
+same bytes every time; `--check` fails instead of writing when a section
+would change.
+
+Design note: porting a study still on its own scripts (starling.sh,
+pipeann.sh, tiered.sh, collection_bench.py, ab_plan.sh, run_all.sh +
+report.py):
+  1. Move its *_table.py into tables/NAME.py: keep the table functions,
+     replace main() by render(results) -> str returning what it passed to
+     rounds.publish (and plot(results, path) if it plots), and register it
+     in tables/__init__.py. Scripts importing it (as pipeann_table.py and
+     tiered_table.py import tables.laser) import from tables.
+  2. Write scenarios/NAME.toml: one [[run]] per `stratavec bench` call of
+     the shell script (a loop over a value is `each`), flags as keys of
+     runner/command.py's FLAGS, one [[report]] per marker pair it fills
+     (another machine's folder is another [[report]] with its `results`).
+  3. Check: `bench.py report scenarios/NAME.toml` leaves `git diff
+     BENCHMARKS.md` empty, `bench.py run --dry-run` prints the script's
+     commands; add the section to tests/test_bench.py's PORTED.
+  4. Delete the script, point BENCHMARKS.md's and docs/'s "Reproduce"
+     lines at the scenario, and let the BEGIN marker's text name it.
+  Studies whose driver is not `stratavec bench` (collection_bench.py drives
+  Ray; report.py renders many sections with plots) need a run kind other
+  than the bench command: add one to runner/ rather than a shell escape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shlex
+import subprocess
+import sys
+
+if sys.version_info < (3, 11):
+    sys.exit("benchmarks/bench.py needs Python 3.11+ (tomllib)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from runner import command, datasets, markers  # noqa: E402
+from runner import scenario as S  # noqa: E402
+from runner.scenario import ScenarioError  # noqa: E402
+import tables  # noqa: E402
+
+BUILD = ["cargo", "build", "--release", "-q", "-p", "stratavec-cli"]
+
+
+def render(report) -> str:
+    if report.table not in tables.RENDERERS:
+        raise ScenarioError(f"report {report.marker!r}: no table {report.table!r} "
+                            f"(have: {', '.join(sorted(tables.RENDERERS))})")
+    return tables.RENDERERS[report.table].render(report.results)
+
+
+def report(sc, plots=False, check=False) -> bool:
+    """Renders every report of `sc` into its document; True when a section
+    changed (with `check`, nothing is written)."""
+    changed = False
+    for rep in sc.reports:
+        with open(rep.doc) as f:
+            doc = f.read()
+        new = markers.splice(doc, rep.marker, render(rep))
+        if new != doc:
+            changed = True
+            print(f"{rep.doc}: section {rep.marker} {'would change' if check else 'rewritten'}")
+            if not check:
+                with open(rep.doc, "w") as f:
+                    f.write(new)
+        if plots and rep.plot and not check:
+            plot = getattr(tables.RENDERERS[rep.table], "plot", None)
+            if plot is not None:
+                plot(rep.results, rep.plot)
+    return changed
+
+
+def overrides(pairs: list[str]) -> dict:
+    """--set key=value: lists split on commas, sweep items as integers or
+    ranges, switches as true/false, other values as the text given."""
+    out = {}
+    for p in pairs:
+        key, eq, value = p.partition("=")
+        if not eq or key not in command.FLAGS:
+            raise ScenarioError(f"--set {p!r}: expected KEY=VALUE with KEY one of the bench flags")
+        kind = command.FLAGS[key][1]
+        if kind in ("list", "repeat"):
+            out[key] = [int(v) if v.isdigit() else v for v in value.split(",")]
+        elif kind == "switch":
+            out[key] = value.lower() in ("1", "true", "yes")
+        else:
+            out[key] = value
+        command.check(key, out[key], "--set")
+        if key == "sweep":
+            out[key] = S.sweep(out[key], "--set")
+    return out
+
+
+def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False) -> None:
+    results = results or sc.results
+    chosen = [r for r in sc.runs if names is None or r.name in names]
+    missing = set(names or ()) - {r.name for r in sc.runs}
+    if missing:
+        raise ScenarioError(f"{sc.path}: no run named {', '.join(sorted(missing))}")
+    say = lambda argv: print(shlex.join(argv), flush=True)  # noqa: E731
+    say(BUILD)
+    if not dry_run:
+        subprocess.run(BUILD, check=True)
+        os.makedirs(results, exist_ok=True)
+        os.makedirs(command.WORK, exist_ok=True)
+    for r in chosen:
+        r.flags.update(sets or {})
+        if dry_run:
+            if not datasets.present(r.data) and r.data in datasets.RECIPES:
+                print(f"# {r.data} missing: {shlex.join(datasets.RECIPES[r.data])} first")
+            say(command.argv(r, results, datasets.path(r.data)))
+            continue
+        argv = command.argv(r, results, datasets.ensure(r.data))
+        say(argv)
+        subprocess.run(argv, check=True)
+    # Only the sections that read the folder just written: another
+    # machine's folder (--results) must not overwrite this one's tables.
+    reps = [rep for rep in sc.reports if os.path.normpath(rep.results) == os.path.normpath(results)]
+    if no_report:
+        return
+    if not reps:
+        print(f"# no [[report]] reads {results}: add one to render these rows")
+    for rep in reps:
+        print(f"# report: {rep.marker} into {rep.doc} from {rep.results}")
+    if not dry_run:
+        report(S.Scenario(sc.name, sc.path, results, reports=reps), plots=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a scenario's `stratavec bench` runs, then its reports")
+    r.add_argument("scenario")
+    r.add_argument("--runs", help="comma-separated run names (default: all, in file order)")
+    r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    r.add_argument("--results", help="write rows here instead (another machine's folder)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a bench flag in every chosen run (narrows a run)")
+    r.add_argument("--no-report", action="store_true")
+    p = sub.add_parser("report", help="render scenarios' sections from committed rows")
+    p.add_argument("scenarios", nargs="*")
+    p.add_argument("--all", action="store_true", help="every benchmarks/scenarios/*.toml")
+    p.add_argument("--plots", action="store_true", help="also write plots (needs matplotlib)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a section would change")
+    a = ap.parse_args(argv)
+    # Rows name their files relative to the repository (captions quote
+    # them), and scenarios name paths from it, as the old scripts' `cd` did.
+    os.chdir(ROOT)
+    try:
+        if a.cmd == "run":
+            names = set(a.runs.split(",")) if a.runs else None
+            run(S.load(a.scenario), names, a.dry_run, a.results, overrides(a.set), a.no_report)
+            return 0
+        paths = sorted(glob.glob("benchmarks/scenarios/*.toml")) if a.all else a.scenarios
+        if not paths:
+            ap.error("report: name scenario files or give --all")
+        changed = False
+        for path in paths:
+            changed |= report(S.load(path), a.plots, a.check)
+        return 1 if (a.check and changed) else 0
+    except (ScenarioError, markers.MarkerError) as e:
+        print(f"bench.py: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

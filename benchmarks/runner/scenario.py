@@ -1,0 +1,174 @@
+"""A scenario file (benchmarks/scenarios/*.toml) read and checked.
+
+    name = "laser"                    # required; the study's name
+    about = "..."                     # optional, free text
+    results = "benchmarks/results"    # where the runs write (default shown)
+    [defaults]                        # optional: keys every run starts from
+    threads = 2
+    [[run]]                           # one `stratavec bench` invocation each
+    name = "minilm"                   # required; `bench.py run --runs` picks by it
+    data = "wordnet-minilm"           # required; a data set name or a path
+    out = "laser-384.jsonl"           # required; file in `results`
+    profiles = ["diskann", "laser"]   # any key of command.FLAGS
+    sweep = ["16..=40 step 4", 50]    # -L; "a..=b [step s]" ranges expand
+    each = { beam_width = [4, 8] }    # optional: one run per value (cross
+    out = "lat-w{beam_width}.jsonl"   #   product), named in `out`
+    [[report]]                        # a BENCHMARKS.md section to render
+    marker = "laser-tables"           # required; its BEGIN/END markers' tag
+    table = "laser"                   # required; a key of tables.RENDERERS
+    results = "benchmarks/results"    # the rows it reads (default: top-level)
+    doc = "BENCHMARKS.md"             # optional
+    plot = "benchmarks/plots/x.png"   # optional; `report --plots` writes it
+
+Unknown keys and missing required ones are errors naming the key and where
+it is: a typo in a flag name must not silently run the bench with its
+default. Python 3.11+ (tomllib); the table modules stay 3.9-compatible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+from . import command
+
+DEFAULT_RESULTS = "benchmarks/results"
+TOP_KEYS = {"name", "about", "results", "defaults", "run", "report"}
+RUN_KEYS = {"name", "data", "out", "each"} | set(command.FLAGS)
+REPORT_KEYS = {"marker", "table", "results", "doc", "plot"}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run: the message names the key."""
+
+
+@dataclass
+class Run:
+    name: str
+    data: str
+    out: str  # a file name inside the results folder
+    flags: dict  # command.FLAGS key -> value, in the file's order
+
+
+@dataclass
+class Report:
+    marker: str
+    table: str
+    results: str
+    doc: str = "BENCHMARKS.md"
+    plot: str | None = None
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: str
+    results: str
+    runs: list = field(default_factory=list)
+    reports: list = field(default_factory=list)
+    about: str = ""
+
+
+def load(path: str) -> Scenario:
+    with open(path, "rb") as f:
+        try:
+            doc = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{path}: {e}") from None
+    return parse(doc, path)
+
+
+def parse(doc: dict, path: str = "<scenario>") -> Scenario:
+    _keys(doc, TOP_KEYS, {"name"}, path)
+    results = _str(doc.get("results", DEFAULT_RESULTS), f"{path}: results")
+    sc = Scenario(name=_str(doc["name"], f"{path}: name"), path=path, results=results,
+                  about=doc.get("about", ""))
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ScenarioError(f"{path}: defaults must be a table")
+    # Defaults hold flags only: a default name or out would make runs collide.
+    _keys(defaults, set(command.FLAGS) | {"data"}, set(), f"{path}: [defaults]")
+    names = set()
+    for i, raw in enumerate(doc.get("run", [])):
+        where = f"{path}: run {raw.get('name', '#' + str(i + 1))!r}"
+        merged = {**defaults, **raw}
+        _keys(merged, RUN_KEYS, {"name", "data", "out"}, where)
+        if merged["name"] in names:
+            raise ScenarioError(f"{where}: a second run of that name")
+        names.add(merged["name"])
+        sc.runs += _expand(merged, where)
+    for i, raw in enumerate(doc.get("report", [])):
+        where = f"{path}: report #{i + 1}"
+        _keys(raw, REPORT_KEYS, {"marker", "table"}, where)
+        sc.reports.append(Report(marker=_str(raw["marker"], where), table=_str(raw["table"], where),
+                                 results=raw.get("results", results), doc=raw.get("doc", "BENCHMARKS.md"),
+                                 plot=raw.get("plot")))
+    if not sc.runs and not sc.reports:
+        raise ScenarioError(f"{path}: neither a [[run]] nor a [[report]]")
+    return sc
+
+
+def _keys(table: dict, allowed: set, required: set, where: str) -> None:
+    for k in table:
+        if k not in allowed:
+            raise ScenarioError(f"{where}: unknown key {k!r}")
+    for k in sorted(required):
+        if k not in table:
+            raise ScenarioError(f"{where}: missing key {k!r}")
+
+
+def _str(v, where: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise ScenarioError(f"{where}: expected a non-empty string, got {v!r}")
+    return v
+
+
+def _expand(merged: dict, where: str) -> list[Run]:
+    """One Run per combination of `each`'s values (one Run without it)."""
+    each = merged.get("each", {})
+    if not isinstance(each, dict) or not all(isinstance(v, list) and v for v in each.values()):
+        raise ScenarioError(f"{where}: each must map flag keys to non-empty lists")
+    for k in each:
+        if k not in command.FLAGS:
+            raise ScenarioError(f"{where}: each: unknown key {k!r}")
+    flags = {k: v for k, v in merged.items() if k in command.FLAGS}
+    runs = []
+    for combo in itertools.product(*each.values()):
+        values = dict(zip(each, combo))
+        try:
+            out = merged["out"].format(**values)
+        except KeyError as e:
+            raise ScenarioError(f"{where}: out names {e} which each does not give") from None
+        if any(r.out == out for r in runs):
+            raise ScenarioError(f"{where}: out must name each's keys, or every run writes {out}")
+        f = {**flags, **values}
+        for k, v in f.items():
+            command.check(k, v, where)
+        if "sweep" in f:
+            f["sweep"] = sweep(f["sweep"], where)
+        runs.append(Run(name=merged["name"], data=_str(merged["data"], where), out=out, flags=f))
+    return runs
+
+
+RANGE = re.compile(r"^\s*(\d+)\s*\.\.=\s*(\d+)\s*(?:step\s+(\d+))?\s*$")
+
+
+def sweep(items, where: str = "sweep") -> list[int]:
+    """["14..=46 step 2", 50] -> [14, 16, ..., 46, 50]; `seq`'s inclusive end."""
+    if not isinstance(items, list):
+        items = [items]
+    out = []
+    for it in items:
+        if isinstance(it, int) and not isinstance(it, bool):
+            out.append(it)
+            continue
+        m = RANGE.match(it) if isinstance(it, str) else None
+        if m is None:
+            raise ScenarioError(f"{where}: sweep item {it!r} is neither an integer nor 'a..=b [step s]'")
+        lo, hi, step = int(m[1]), int(m[2]), int(m[3] or 1)
+        if step < 1 or hi < lo:
+            raise ScenarioError(f"{where}: sweep range {it!r} is empty")
+        out += range(lo, hi + 1, step)
+    return out

@@ -1,0 +1,16 @@
+"""The table renderers `benchmarks/bench.py report` calls, by the name a
+scenario's `[[report]] table = "..."` gives.
+
+Each renderer is `render(results_dir) -> str`: the markdown that goes
+between a BENCHMARKS.md section's markers, from committed raw rows only (no
+clock, no machine probe), so rendering twice gives the same bytes. A
+renderer may also have `plot(results_dir, path)`, which `report --plots`
+calls (it needs matplotlib; the tables never do).
+
+The modules import `rounds` as a top-level module, so benchmarks/ must be
+on sys.path (bench.py and the tests put it there).
+"""
+
+from . import gorgeous, laser
+
+RENDERERS = {"laser": laser, "gorgeous": gorgeous}
