@@ -1,0 +1,124 @@
+"""benchmarks/bench.py without running a bench: scenario files parsed and
+checked, the `stratavec bench` command a run becomes, and every ported
+section regenerated from committed rows byte for byte."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1]
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+pytest.importorskip("tomllib")  # bench.py needs 3.11; the rest of the suite does not
+import bench  # noqa: E402
+from runner import command, markers  # noqa: E402
+from runner import scenario as S  # noqa: E402
+
+# (scenario, marker) of every ported section.
+PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables")]
+
+
+def minimal(**run):
+    return {"name": "t", "run": [{"name": "a", "data": "d", "out": "a.jsonl", **run}]}
+
+
+def test_unknown_key_is_named():
+    with pytest.raises(S.ScenarioError, match="unknown key 'threds'"):
+        S.parse(minimal(threds=2))
+    with pytest.raises(S.ScenarioError, match="unknown key 'colour'"):
+        S.parse({"name": "t", "colour": 1, "run": []})
+    with pytest.raises(S.ScenarioError, match=r"report #1: unknown key 'tabel'"):
+        S.parse({"name": "t", "report": [{"marker": "m", "table": "laser", "tabel": "x"}]})
+
+
+def test_missing_key_is_named():
+    with pytest.raises(S.ScenarioError, match="missing key 'out'"):
+        S.parse({"name": "t", "run": [{"name": "a", "data": "d"}]})
+    with pytest.raises(S.ScenarioError, match="missing key 'name'"):
+        S.parse({"run": []})
+    with pytest.raises(S.ScenarioError, match="missing key 'table'"):
+        S.parse({"name": "t", "report": [{"marker": "m"}]})
+
+
+def test_wrong_kinds_and_collisions():
+    with pytest.raises(S.ScenarioError, match="threads = \\[2\\] is not a value"):
+        S.parse(minimal(threads=[2]))
+    with pytest.raises(S.ScenarioError, match="neither an integer"):
+        S.parse(minimal(sweep=["10-20"]))
+    with pytest.raises(S.ScenarioError, match="every run writes"):
+        S.parse(minimal(each={"threads": [1, 2]}))
+    dup = minimal()
+    dup["run"].append(dict(dup["run"][0]))
+    with pytest.raises(S.ScenarioError, match="second run"):
+        S.parse(dup)
+
+
+def test_sweep_ranges():
+    assert S.sweep(["14..=20 step 2", 30]) == [14, 16, 18, 20, 30]
+    assert S.sweep(["3..=5"]) == [3, 4, 5]
+
+
+def test_defaults_each_and_command():
+    sc = S.parse({"name": "t", "defaults": {"threads": 2, "peers": ["hnswlib"], "memory_fraction": 0.2},
+                  "run": [{"name": "lat", "data": "/d/set", "out": "x-w{beam_width}.jsonl", "peers": [],
+                           "each": {"beam_width": [4, 8]}, "profiles": ["diskann", "laser"],
+                           "sweep": ["16..=20 step 4", 50], "io": "ram", "device_seconds": 0,
+                           "latency": True}]})
+    assert [r.out for r in sc.runs] == ["x-w4.jsonl", "x-w8.jsonl"]
+    argv = command.argv(sc.runs[1], "res", "/d/set", binary="stratavec")
+    # Flags in FLAGS order whatever the file's; the empty peers list drops --peers.
+    assert argv == ["stratavec", "bench", "--data", "/d/set", "--work", ".cache/bench", "--out", "res/x-w8.jsonl",
+                    "--profiles", "diskann,laser", "--io", "ram", "--threads", "2", "-W", "8", "--latency",
+                    "--memory-fraction", "0.2", "-L", "16,20,50", "--device-seconds", "0"]
+
+
+def test_ported_scripts_commands():
+    """The commands laser.sh and gorgeous.sh ran, flag for flag (their step
+    4 and 3 loops one command per value)."""
+    sc = S.load(str(BENCH / "scenarios" / "gorgeous.toml"))
+    budget = [r for r in sc.runs if r.name == "budget"]
+    assert [r.out for r in budget] == [f"gorgeous-budget-{f}.jsonl" for f in ("0.05", "0.1", "0.2", "0.4")]
+    assert command.argv(budget[0], "benchmarks/results", "M", binary="b")[8:] == [
+        "--profiles", "diskann,starling,gorgeous", "--threads", "2", "--memory-fraction", "0.05",
+        "-L", ",".join(map(str, list(range(14, 61, 2)) + [70, 80])), "--rounds", "2",
+        "--sustained-seconds", "10"]
+    sc = S.load(str(BENCH / "scenarios" / "laser.toml"))
+    lat = [r for r in sc.runs if r.name == "latency"][0]
+    assert " ".join(command.argv(lat, "benchmarks/results", "M", binary="b")) == (
+        "b bench --data M --work .cache/bench --out benchmarks/results/laser-768-latency-w4.jsonl "
+        "--profiles diskann,laser,laser-wide --threads 1 --in-flight 1 -W 4 --memory-fraction 0.2 "
+        "-L 16,20,24,28,32,40,50,60,80,100,150 --rounds 3 --min-pass-seconds 0 "
+        "--device-seconds 0 --sustained-seconds 0")
+
+
+def test_overrides():
+    assert bench.overrides(["profiles=diskann,laser", "sweep=10..=12,20", "rounds=1"]) == {
+        "profiles": ["diskann", "laser"], "sweep": [10, 11, 12, 20], "rounds": "1"}
+    with pytest.raises(S.ScenarioError, match="--set"):
+        bench.overrides(["nope=1"])
+
+
+def test_splice_keeps_marker_text_and_neighbours():
+    doc = "a\n<!-- BEGIN t: note -->\nold\n<!-- END t -->\n<!-- BEGIN t-x -->\nkeep\n<!-- END t-x -->\n"
+    new = markers.splice(doc, "t", "new\n")
+    assert new == "a\n<!-- BEGIN t: note -->\n\nnew\n\n<!-- END t -->\n<!-- BEGIN t-x -->\nkeep\n<!-- END t-x -->\n"
+    assert markers.section(new, "t") == "new\n"
+    with pytest.raises(markers.MarkerError):
+        markers.splice(doc, "nope", "x")
+
+
+@pytest.mark.parametrize("name,marker", PORTED)
+def test_ported_sections_regenerate_byte_identical(name, marker, monkeypatch):
+    monkeypatch.chdir(ROOT)  # captions quote rows' paths relative to the repository
+    sc = S.load(f"benchmarks/scenarios/{name}.toml")
+    rep = next(r for r in sc.reports if r.marker == marker)
+    doc = Path(rep.doc).read_text()
+    assert markers.splice(doc, marker, bench.render(rep)) == doc
+
+
+def test_report_check_all_is_clean(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert bench.main(["report", "--all", "--check"]) == 0
+    assert os.getcwd() == str(ROOT)
