@@ -4,7 +4,7 @@
 
 use super::{
     as_ndarray, check_failures, contiguous, count, data_err, on_error_mask, query_rows, shape_str,
-    stats_dict, threads_arg, to_py,
+    stats_dict, to_py,
 };
 use numpy::ndarray::Array2;
 use numpy::prelude::*;
@@ -13,13 +13,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::{Path, PathBuf};
+use stratavec::args::Params;
 use stratavec::collection::{
     merge::{merge, Part},
     route::{route, visits},
     CollectionManifest, CollectionResult, Partition, Probe,
 };
 use stratavec::data::{Elems, Metric};
-use stratavec::{BatchResult, OpenOptions, SearchParams};
+use stratavec::{BatchResult, OpenOptions};
 
 fn partition_arg(p: &str) -> PyResult<Partition> {
     p.parse()
@@ -452,9 +453,11 @@ impl Collection {
     /// `complexity`; a k-means partition its nearest at `complexity` and
     /// each further one at `probe_shrink` (default 0.5) of the one before,
     /// never below k (1.0: all at `complexity`).
+    /// The search's parameters are keywords (`params`), as `Index.search`
+    /// takes them: the engine's parameter set, each segment's defaults.
     #[pyo3(signature = (
-        queries, k = 10, *, complexity = 64, probe = None, probe_shrink = None, beam_width = None,
-        threads = None, in_flight = None, return_stats = false, on_error = "raise"
+        queries, k = 10, *, probe = None, probe_shrink = None, return_stats = false,
+        on_error = "raise", **params
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -462,28 +465,24 @@ impl Collection {
         py: Python<'py>,
         queries: &Bound<'py, PyAny>,
         k: i64,
-        complexity: i64,
         probe: Option<i64>,
         probe_shrink: Option<f64>,
-        beam_width: Option<i64>,
-        threads: Option<i64>,
-        in_flight: Option<i64>,
         return_stats: bool,
         on_error: &str,
+        params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
         let k = count("k", k, 1)?;
         let mask = on_error_mask(on_error)?;
         let probe = probe_arg(probe, probe_shrink)?;
-        let beam_width = beam_width.map(|w| count("beam_width", w, 1)).transpose()?;
-        let in_flight = in_flight.map(|q| count("in_flight", q, 1)).transpose()?;
-        let params = SearchParams {
-            k,
-            complexity: count("complexity", complexity, 1)?.max(k),
-            threads: threads_arg(threads)?,
-            ..this.inner.search_defaults(&Default::default())
+        if params.is_some_and(|p| p.contains("radius").unwrap_or(false)) {
+            return Err(PyValueError::new_err(
+                "radius: expected no radius: a collection searches k-NN only",
+            ));
         }
-        .with_io(beam_width, in_flight);
+        let params = crate::keywords::given(Params::Search, params, &[("k", k.to_string())])?
+            .search_params(|s| this.inner.search_defaults(s))
+            .map_err(to_py)?;
         let dim = this.inner.dim();
         let (q, nq) = query_rows(py, queries, dim, "collection")?;
         let res = py

@@ -195,12 +195,9 @@ class Collection:
         queries: Any,
         k: int = 10,
         *,
-        complexity: int = 64,
         probe: Optional[int] = None,
         probe_shrink: Optional[float] = None,
-        beam_width: Optional[int] = None,
-        threads: Optional[int] = None,
-        in_flight: Optional[int] = None,
         return_stats: bool = False,
         on_error: str = "raise",
+        **params: Unpack[SearchParams],
     ) -> Tuple[Any, ...]: ...

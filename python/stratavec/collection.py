@@ -249,14 +249,11 @@ class Collection:
         queries: Any,
         k: int = 10,
         *,
-        complexity: int = 64,
         probe: Optional[int] = None,
         probe_shrink: Optional[float] = None,
-        beam_width: Optional[int] = None,
-        threads: Optional[int] = None,
-        in_flight: Optional[int] = None,
         return_stats: bool = False,
         on_error: str = "raise",
+        **params: Any,
     ) -> Tuple[Any, ...]:
         """Search like :meth:`stratavec.Index.search` in every segment a
         query visits: all of them, or for a k-means partition the ``probe``
@@ -266,18 +263,17 @@ class Collection:
         0.5) of the one before, never below ``k`` — far segments hold few
         of a query's neighbours (1.0 searches all at ``complexity``). ``I``
         holds global ids. ``return_stats`` adds per-query counters summed
-        over the segments, ``merge_s`` and ``segment_queries``."""
+        over the segments, ``merge_s`` and ``segment_queries``. The other
+        keywords are :meth:`stratavec.Index.search`'s (``complexity``,
+        ``beam_width``, ``threads``, ...), applied in every segment."""
         return self._c.search(
             queries,
             k,
-            complexity=complexity,
             probe=probe,
             probe_shrink=probe_shrink,
-            beam_width=beam_width,
-            threads=threads,
-            in_flight=in_flight,
             return_stats=return_stats,
             on_error=on_error,
+            **params,
         )
 
     def __repr__(self) -> str:
