@@ -17,7 +17,8 @@ from runner import command, markers  # noqa: E402
 from runner import scenario as S  # noqa: E402
 
 # (scenario, marker) of every ported section.
-PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables")]
+PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables"),
+          ("tiered", "tiered-tables")]
 
 
 def minimal(**run):
@@ -91,6 +92,14 @@ def test_ported_scripts_commands():
         "--profiles diskann,laser,laser-wide --threads 1 --in-flight 1 -W 4 --memory-fraction 0.2 "
         "-L 16,20,24,28,32,40,50,60,80,100,150 --rounds 3 --min-pass-seconds 0 "
         "--device-seconds 0 --sustained-seconds 0")
+
+
+def test_tiered_figure_link_names_the_plot_written():
+    """tables/tiered.py links its figure inside the section; the scenario's
+    `plot` must write the file the link names."""
+    from tables import tiered
+    rep = S.load(str(BENCH / "scenarios" / "tiered.toml")).reports[0]
+    assert rep.plot == tiered.PLOT
 
 
 def test_overrides():
