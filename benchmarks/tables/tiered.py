@@ -20,7 +20,7 @@ import statistics
 
 import rounds
 from tables.laser import caption, number
-from pipeann_table import spread_cell
+from tables.pipeann import spread_cell
 
 TARGETS = (0.90, 0.95)
 BASELINE = "stratavec-diskann@ssd"
