@@ -19,13 +19,13 @@ same bytes every time; `--check` fails instead of writing when a section
 would change.
 
 Design note: porting a study still on its own scripts (starling.sh,
-pipeann.sh, tiered.sh, collection_bench.py, ab_plan.sh, run_all.sh +
+starling_scale.sh, collection_bench.py, ab_plan.sh, run_all.sh +
 report.py):
   1. Move its *_table.py into tables/NAME.py: keep the table functions,
      replace main() by render(results) -> str returning what it passed to
      rounds.publish (and plot(results, path) if it plots), and register it
-     in tables/__init__.py. Scripts importing it (as pipeann_table.py and
-     tiered_table.py import tables.laser) import from tables.
+     in tables/__init__.py. Scripts importing it (as qps_ratio.py imports
+     starling_table) import from tables.
   2. Write scenarios/NAME.toml: one [[run]] per `stratavec bench` call of
      the shell script (a loop over a value is `each`), flags as keys of
      runner/command.py's FLAGS, one [[report]] per marker pair it fills
@@ -128,8 +128,8 @@ def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False)
     for r in chosen:
         r.flags.update(sets or {})
         if dry_run:
-            if not datasets.present(r.data) and r.data in datasets.RECIPES:
-                print(f"# {r.data} missing: {shlex.join(datasets.RECIPES[r.data])} first")
+            if not datasets.present(r.data) and datasets.recipe(r.data):
+                print(f"# {r.data} missing: {shlex.join(datasets.recipe(r.data))} first")
             say(command.argv(r, results, datasets.path(r.data)))
             continue
         argv = command.argv(r, results, datasets.ensure(r.data))

@@ -4,7 +4,7 @@ FLAGS mirrors `stratavec bench`'s arguments (crates/cli/src/cmd_bench.rs):
 a scenario key is the long flag with `_` for `-`, except `sweep` (-L) and
 `beam_width` (-W), written short as the study scripts did. Its order is the
 order flags are written in, chosen so a ported script's command reads the
-same as before (profiles, peers, io, threads, in_flight, W, budget, -L,
+same as before (ablate, profiles, peers, io, threads, in_flight, W, budget, -L,
 rounds, then the probe timings). A flag added to the bench needs a line
 here before a scenario can use it: an unknown key is an error, not a
 silently ignored typo.
@@ -17,8 +17,9 @@ import os
 # kind: "list" joins with commas; "repeat" gives the flag once per item
 # (--tier); "switch" is a bool, the bare flag when true; "value" is one value.
 FLAGS = {
-    "profiles": ("--profiles", "list"),
+    # --ablate first, as pipeann.sh wrote it: it names the profiles that follow.
     "ablate": ("--ablate", "switch"),
+    "profiles": ("--profiles", "list"),
     "nav_sample": ("--nav-sample", "value"),
     "peers": ("--peers", "list"),
     "io": ("--io", "value"),

@@ -11,6 +11,6 @@ The modules import `rounds` as a top-level module, so benchmarks/ must be
 on sys.path (bench.py and the tests put it there).
 """
 
-from . import gorgeous, laser
+from . import gorgeous, laser, pipeann, tiered
 
-RENDERERS = {"laser": laser, "gorgeous": gorgeous}
+RENDERERS = {"laser": laser, "gorgeous": gorgeous, "pipeann": pipeann, "tiered": tiered}

@@ -11,7 +11,7 @@ diskann computed within each round (median and range). Then the latency
 runs (laser-768-latency-w4/-w8.jsonl, 1 thread x 1 query): p50 and p99 a
 query at each target. Last, issue #21's targets on wordnet-mpnet at R@10
 0.95, each with the figure measured. Standard library only.
-pipeann_table.py and tiered_table.py reuse `caption`, `lowest_p50` and
+tables/pipeann.py and tables/tiered.py reuse `caption`, `lowest_p50` and
 `number`.
 """
 import os

@@ -13,11 +13,14 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 pytest.importorskip("tomllib")  # bench.py needs 3.11; the rest of the suite does not
 import bench  # noqa: E402
-from runner import command, markers  # noqa: E402
+from runner import command, datasets, markers  # noqa: E402
 from runner import scenario as S  # noqa: E402
 
 # (scenario, marker) of every ported section.
-PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables")]
+PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables"),
+          ("tiered", "tiered-tables"), ("pipeann", "pipeann-tables"), ("pipeann", "pipeann-tables-epyc"),
+          ("pipeann", "pipeann-tables-epyc-repeat"), ("pipeann", "pipeann-tables-epyc-repeat2"),
+          ("pipeann", "pipeann-tables-epyc-repeat3")]
 
 
 def minimal(**run):
@@ -91,6 +94,43 @@ def test_ported_scripts_commands():
         "--profiles diskann,laser,laser-wide --threads 1 --in-flight 1 -W 4 --memory-fraction 0.2 "
         "-L 16,20,24,28,32,40,50,60,80,100,150 --rounds 3 --min-pass-seconds 0 "
         "--device-seconds 0 --sustained-seconds 0")
+
+
+def test_pipeann_commands():
+    """pipeann.sh's --ablate came before --profiles, and its grid looped
+    threads outside in-flight."""
+    sc = S.load(str(BENCH / "scenarios" / "pipeann.toml"))
+    abl = [r for r in sc.runs if r.name == "ablation-pca96"][0]
+    assert abl.data == ".cache/wordnet-minilm-pca96"
+    assert command.argv(abl, "benchmarks/results", "P", binary="b")[8:] == [
+        "--ablate", "--profiles", "octopus-bfs", "--threads", "2", "--memory-fraction", "0.2",
+        "-L", "10,12,14,16,18,20,25,30,40,60,100", "--rounds", "3", "--device-seconds", "0",
+        "--sustained-seconds", "0"]
+    grid = [r.out for r in sc.runs if r.name == "grid"]
+    assert grid == [f"pipeann-grid-t{t}-q{q}.jsonl" for t in (1, 2) for q in (1, 4, 16)]
+
+
+def test_derived_data_set_recipe(monkeypatch, tmp_path):
+    """The PCA set is made from wordnet-minilm, with the data venv's python
+    when there is one."""
+    monkeypatch.setenv("STRATAVEC_DATA", str(tmp_path))
+    argv = datasets.recipe(".cache/wordnet-minilm-pca96")
+    assert argv == ["python3", "benchmarks/datasets/pca.py", "--src", str(tmp_path / "wordnet-minilm"),
+                    "--dims", "96", "--out", ".cache/wordnet-minilm-pca96"]
+    venv = tmp_path / "venv-minilm" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("")
+    (venv / "python").chmod(0o755)
+    assert datasets.recipe(".cache/wordnet-minilm-pca96")[0] == str(venv / "python")
+    assert datasets.recipe("nope") is None
+
+
+def test_tiered_figure_link_names_the_plot_written():
+    """tables/tiered.py links its figure inside the section; the scenario's
+    `plot` must write the file the link names."""
+    from tables import tiered
+    rep = S.load(str(BENCH / "scenarios" / "tiered.toml")).reports[0]
+    assert rep.plot == tiered.PLOT
 
 
 def test_overrides():

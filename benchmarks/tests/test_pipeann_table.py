@@ -1,4 +1,4 @@
-"""benchmarks/pipeann_table.py against hand-made rows: p50 ratios pair the
+"""benchmarks/tables/pipeann.py against hand-made rows: p50 ratios pair the
 same round and take each round's lowest p50 reaching the recall."""
 
 import json
@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import pipeann_table as T  # noqa: E402
+from tables import pipeann as T  # noqa: E402
 
 
 def row(system, rnd, L, recall, p50, reads=30.0):

@@ -1,4 +1,4 @@
-"""benchmarks/tiered_table.py against hand-made rows: systems split into
+"""benchmarks/tables/tiered.py against hand-made rows: systems split into
 variant and tier, amplification over the raw float32 vectors, QPS ratios
 to diskann on the SSD paired by round, and issue #23's verdicts."""
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import tiered_table as T  # noqa: E402
+from tables import tiered as T  # noqa: E402
 
 
 def row(system, rnd, L, recall, qps, index_bytes):

@@ -1,9 +1,6 @@
 """The second-tier memory section of BENCHMARKS.md from `stratavec bench`
-rows (benchmarks/tiered.sh writes them).
-
-    python benchmarks/tiered_table.py --results benchmarks/results \
-        --out benchmarks/results/tiered.md --into BENCHMARKS.md \
-        [--plot benchmarks/plots/tiered.png]
+rows (benchmarks/scenarios/tiered.toml runs and renders it:
+`python3 benchmarks/bench.py report benchmarks/scenarios/tiered.toml`).
 
 Reads tiered-graph-384.jsonl (graph layouts x tiers, every system in the
 same rounds): per system and tier, the index amplification (every file of
@@ -12,11 +9,10 @@ highest QPS reaching it (median over rounds of each L), its reads and CPU
 a query, and QPS against diskann on the SSD computed within each round.
 Then the cross-query software pipeline (tiered-inflight-q*.jsonl: QPS
 against queries in flight a thread), and issue #23's targets with the
-figure measured. Standard library, plus matplotlib for --plot (QPS at
+figure measured. Standard library, plus matplotlib for plot() (QPS at
 recall@10 0.95 against amplification, a line a tier — paper 002's
 Figures 9 and 13 — and QPS against queries in flight).
 """
-import argparse
 import glob
 import os
 import re
@@ -24,7 +20,7 @@ import statistics
 
 import rounds
 from tables.laser import caption, number
-from pipeann_table import spread_cell
+from tables.pipeann import spread_cell
 
 TARGETS = (0.90, 0.95)
 BASELINE = "stratavec-diskann@ssd"
@@ -285,16 +281,15 @@ def plot(results, out_path, target=0.95):
     fig.savefig(out_path, dpi=110)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="benchmarks/results")
-    ap.add_argument("--out")
-    ap.add_argument("--into", help="replace the text between the tiered-tables markers of this "
-                    "file (BENCHMARKS.md) with the tables")
-    ap.add_argument("--plot", help="also write the figure (PNG; needs matplotlib)")
-    a = ap.parse_args()
+# The figure's link sits inside the section, so the text names the file the
+# scenario's `plot` writes (tests/test_bench.py checks the two agree).
+PLOT = "benchmarks/plots/tiered.png"
+
+
+def render(results):
+    """The text between the section's markers, from the rows in `results`."""
     lines = []
-    path = os.path.join(a.results, "tiered-graph-384.jsonl")
+    path = os.path.join(results, "tiered-graph-384.jsonl")
     if os.path.exists(path):
         lines += ["Graph layouts on each tier (`ssd`: io_uring + O_DIRECT; `mmap`: the index "
                   "file mapped, local memory — the computation bound; `simulated:LAT_NS,GBPS`: "
@@ -311,21 +306,16 @@ def main():
                        ("tiered-ivf-ssd-grouping.jsonl", "The replicated cluster indexes on the SSD, "
                         "replication 2, 4, 8 with grouping and 4 without (every small read a 4 KB "
                         "page; two nprobes, a query reads hundreds to thousands of pages):")):
-        p = os.path.join(a.results, name)
+        p = os.path.join(results, name)
         if os.path.exists(p):
             lines += [what, ""] + ivf_table(p) + [""]
-    infl = inflight_table(a.results)
+    infl = inflight_table(results)
     if infl:
         lines += ["The cross-query software pipeline (paper 002 §5): tiered at one L, 2 threads, "
                   "as the queries each thread keeps in flight grow (3 rounds, medians; raw rows "
                   "`benchmarks/results/tiered-inflight-q*.jsonl`):", ""] + infl + [""]
-    if a.plot and os.path.exists(path):
-        plot(a.results, a.plot)
-        lines += [f"![QPS against amplification on each tier, and against queries in flight]"
-                  f"({os.path.relpath(a.plot)})", ""]
-    lines += ["Issue #23's targets (wordnet-minilm):", ""] + targets(a.results) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "tiered-tables")
-
-
-if __name__ == "__main__":
-    main()
+    if os.path.exists(path):
+        lines += ["![QPS against amplification on each tier, and against queries in flight]"
+                  f"({PLOT})", ""]
+    lines += ["Issue #23's targets (wordnet-minilm):", ""] + targets(results) + [""]
+    return "\n".join(lines) + "\n"

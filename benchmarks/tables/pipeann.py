@@ -1,8 +1,7 @@
-"""The PipeANN / OctopusANN section of BENCHMARKS.md from `stratavec bench`
-rows (benchmarks/pipeann.sh writes them).
-
-    python benchmarks/pipeann_table.py --results benchmarks/results \
-        --out benchmarks/results/pipeann.md --into BENCHMARKS.md
+"""The PipeANN / OctopusANN sections of BENCHMARKS.md from `stratavec bench`
+rows (benchmarks/scenarios/pipeann.toml runs and renders them:
+`python3 benchmarks/bench.py report benchmarks/scenarios/pipeann.toml`;
+another machine's folder is its own section, one [[report]] each).
 
 Reads pipeann-latency-384.jsonl, pipeann-latency-384-f16.jsonl,
 pipeann-latency-384-tiers.jsonl (diskann and pipeann on this disk and a
@@ -17,7 +16,6 @@ QPS, reads, p50/p99 at each target, with QPS against diskann. Then the
 thread x in-flight grid (pipeann-grid-t*-q*.jsonl), and issue #22's
 targets with the figure measured. Standard library only.
 """
-import argparse
 import glob
 import os
 import re
@@ -298,41 +296,30 @@ def targets(results, target=0.95):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="benchmarks/results")
-    ap.add_argument("--out")
-    ap.add_argument("--into", help="replace the text between the pipeann-tables markers of this "
-                    "file (BENCHMARKS.md) with the tables")
-    ap.add_argument("--tag", default="pipeann-tables",
-                    help="the markers' name: another machine's runs (their own --results folder) "
-                    "get their own section")
-    a = ap.parse_args()
+def render(results):
+    """The text between a section's markers, from the rows in `results`."""
     lines = []
     for file, head, tail in LATENCY_RUNS:
-        path = os.path.join(a.results, file)
+        path = os.path.join(results, file)
         if os.path.exists(path):
             lines += [head + rounds.latency_caveat(rounds.load(path)) + tail, ""]
             lines += table(path, **LATENCY) + [""]
     for set_name in ("384", "pca96"):
-        path = os.path.join(a.results, f"pipeann-ablation-{set_name}.jsonl")
+        path = os.path.join(results, f"pipeann-ablation-{set_name}.jsonl")
         if os.path.exists(path):
             lines += [f"OctopusANN's ablation, throughput mode ({set_name}):", ""]
             lines += table(path, **THROUGHPUT) + [""]
             model = model_table(path)
             if model:
                 lines += model + [""]
-    grid = grid_table(a.results)
+    grid = grid_table(results)
     if grid:
-        grid_rows = [r for p in glob.glob(os.path.join(a.results, "pipeann-grid-t*-q*.jsonl"))
+        grid_rows = [r for p in glob.glob(os.path.join(results, "pipeann-grid-t*-q*.jsonl"))
                      for r in rounds.load(p)]
         lines += ["Between latency and throughput mode (wordnet-minilm, 20% budget, 2 rounds, "
-                  f"medians; raw rows `{a.results}/pipeann-grid-t*-q*.jsonl`"
+                  f"medians; raw rows `{results}/pipeann-grid-t*-q*.jsonl`"
                   + rounds.latency_caveat(grid_rows) + "):", ""] + grid + [""]
     lines += ["Issue #22's targets (wordnet-minilm, recall@10 0.95 unless said; the pca96 "
               "and 768 (wordnet-mpnet) latency lines are figures beside them, not targets):", ""]
-    lines += targets(a.results) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, a.tag)
-
-if __name__ == "__main__":
-    main()
+    lines += targets(results) + [""]
+    return "\n".join(lines) + "\n"
