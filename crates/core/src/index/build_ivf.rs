@@ -106,7 +106,11 @@ pub fn build(
     }
     report.index_bytes = files.values().map(|f| f.bytes).sum();
     let mut chosen = report.chosen.clone();
-    chosen.insert("ivf".into(), describe(&a, &storage, &sample, params));
+    // Keyed by the layout whose choices these are (manifests name it so).
+    chosen.insert(
+        crate::layout::LayoutKind::Ivf.name().into(),
+        describe(&a, &storage, &sample, params),
+    );
     // A cluster index enters no graph and keeps no navigation graph.
     let plan = crate::profile::plan(params)?
         .as_built(false)

@@ -210,7 +210,7 @@ impl BlockedLayout {
 
 impl Layout for BlockedLayout {
     fn name(&self) -> &'static str {
-        "blocked"
+        super::LayoutKind::Blocked.name()
     }
 
     fn page_size(&self) -> usize {

@@ -178,7 +178,7 @@ impl CoupledLayout {
 
 impl Layout for CoupledLayout {
     fn name(&self) -> &'static str {
-        "coupled"
+        super::LayoutKind::Coupled.name()
     }
 
     fn page_size(&self) -> usize {

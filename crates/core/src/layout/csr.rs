@@ -235,7 +235,7 @@ impl CsrLayout {
 
 impl Layout for CsrLayout {
     fn name(&self) -> &'static str {
-        "csr"
+        super::LayoutKind::Csr.name()
     }
 
     fn page_size(&self) -> usize {

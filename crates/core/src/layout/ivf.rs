@@ -302,7 +302,7 @@ impl IvfLayout {
 
 impl Layout for IvfLayout {
     fn name(&self) -> &'static str {
-        "ivf"
+        super::LayoutKind::Ivf.name()
     }
 
     fn page_size(&self) -> usize {

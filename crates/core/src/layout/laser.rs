@@ -213,7 +213,7 @@ impl<'a> NeighbourCodes<'a> {
 
 impl Layout for LaserLayout {
     fn name(&self) -> &'static str {
-        "laser"
+        super::LayoutKind::Laser.name()
     }
 
     fn page_size(&self) -> usize {

@@ -181,7 +181,7 @@ impl ReplicatedLayout {
 
 impl Layout for ReplicatedLayout {
     fn name(&self) -> &'static str {
-        "replicated"
+        super::LayoutKind::Replicated.name()
     }
 
     fn page_size(&self) -> usize {

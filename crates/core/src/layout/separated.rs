@@ -205,7 +205,7 @@ impl SeparatedLayout {
 
 impl Layout for SeparatedLayout {
     fn name(&self) -> &'static str {
-        "separated"
+        super::LayoutKind::Separated.name()
     }
 
     fn records_hold_vectors(&self) -> bool {
