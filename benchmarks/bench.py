@@ -2,7 +2,7 @@
 """One runner for every benchmark study (issue #53, item 4).
 
     python3 benchmarks/bench.py run benchmarks/scenarios/laser.toml [--runs minilm,mpnet]
-        [--dry-run] [--results DIR] [--set profiles=diskann,laser] [--no-report]
+        [--dry-run] [--results DIR] [--set profiles=diskann,laser] [--data SET] [--no-report]
     python3 benchmarks/bench.py report benchmarks/scenarios/laser.toml [--plots] [--check]
     python3 benchmarks/bench.py report --all
 
@@ -48,6 +48,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 if sys.version_info < (3, 11):
     sys.exit("benchmarks/bench.py needs Python 3.11+ (tomllib)")
@@ -113,7 +114,7 @@ def overrides(pairs: list[str]) -> dict:
     return out
 
 
-def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False) -> None:
+def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False, data=None) -> None:
     results = results or sc.results
     chosen = [r for r in sc.runs if names is None or r.name in names]
     missing = set(names or ()) - {r.name for r in sc.runs}
@@ -127,12 +128,18 @@ def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False)
         os.makedirs(command.WORK, exist_ok=True)
     for r in chosen:
         r.flags.update(sets or {})
+        r.data = data or r.data
         if dry_run:
+            if r.pause_seconds:
+                print(f"# pause {r.pause_seconds:g} s before {r.name}")
             if not datasets.present(r.data) and datasets.recipe(r.data):
                 print(f"# {r.data} missing: {shlex.join(datasets.recipe(r.data))} first")
             say(command.argv(r, results, datasets.path(r.data)))
             continue
         argv = command.argv(r, results, datasets.ensure(r.data))
+        if r.pause_seconds:
+            print(f"# pause {r.pause_seconds:g} s before {r.name}", flush=True)
+            time.sleep(r.pause_seconds)
         say(argv)
         subprocess.run(argv, check=True)
     # Only the sections that read the folder just written: another
@@ -158,6 +165,8 @@ def main(argv=None) -> int:
     r.add_argument("--results", help="write rows here instead (another machine's folder)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a bench flag in every chosen run (narrows a run)")
+    r.add_argument("--data", help="run on this data set (a name or a folder) instead of each run's, "
+                   "e.g. wordnet-minilm-20k for a quick smoke test into --results elsewhere")
     r.add_argument("--no-report", action="store_true")
     p = sub.add_parser("report", help="render scenarios' sections from committed rows")
     p.add_argument("scenarios", nargs="*")
@@ -171,7 +180,7 @@ def main(argv=None) -> int:
     try:
         if a.cmd == "run":
             names = set(a.runs.split(",")) if a.runs else None
-            run(S.load(a.scenario), names, a.dry_run, a.results, overrides(a.set), a.no_report)
+            run(S.load(a.scenario), names, a.dry_run, a.results, overrides(a.set), a.no_report, a.data)
             return 0
         paths = sorted(glob.glob("benchmarks/scenarios/*.toml")) if a.all else a.scenarios
         if not paths:

@@ -13,6 +13,8 @@
     sweep = ["16..=40 step 4", 50]    # -L; "a..=b [step s]" ranges expand
     each = { beam_width = [4, 8] }    # optional: one run per value (cross
     out = "lat-w{beam_width}.jsonl"   #   product), named in `out`
+    pause_seconds = 120               # optional: idle this long first (a
+                                      #   second run of the same command)
     [[report]]                        # a BENCHMARKS.md section to render
     marker = "laser-tables"           # required; its BEGIN/END markers' tag
     table = "laser"                   # required; a key of tables.RENDERERS
@@ -36,7 +38,7 @@ from . import command
 
 DEFAULT_RESULTS = "benchmarks/results"
 TOP_KEYS = {"name", "about", "results", "defaults", "run", "report"}
-RUN_KEYS = {"name", "data", "out", "each"} | set(command.FLAGS)
+RUN_KEYS = {"name", "data", "out", "each", "pause_seconds"} | set(command.FLAGS)
 REPORT_KEYS = {"marker", "table", "results", "doc", "plot"}
 
 
@@ -50,6 +52,7 @@ class Run:
     data: str
     out: str  # a file name inside the results folder
     flags: dict  # command.FLAGS key -> value, in the file's order
+    pause_seconds: float = 0.0  # idle before the run starts
 
 
 @dataclass
@@ -148,8 +151,15 @@ def _expand(merged: dict, where: str) -> list[Run]:
             command.check(k, v, where)
         if "sweep" in f:
             f["sweep"] = sweep(f["sweep"], where)
-        runs.append(Run(name=merged["name"], data=_str(merged["data"], where), out=out, flags=f))
+        runs.append(Run(name=merged["name"], data=_str(merged["data"], where), out=out, flags=f,
+                        pause_seconds=_pause(merged.get("pause_seconds", 0), where)))
     return runs
+
+
+def _pause(v, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        raise ScenarioError(f"{where}: pause_seconds = {v!r} is not a number of seconds >= 0")
+    return float(v)
 
 
 RANGE = re.compile(r"^\s*(\d+)\s*\.\.=\s*(\d+)\s*(?:step\s+(\d+))?\s*$")

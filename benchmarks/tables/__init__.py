@@ -11,6 +11,7 @@ The modules import `rounds` as a top-level module, so benchmarks/ must be
 on sys.path (bench.py and the tests put it there).
 """
 
-from . import gorgeous, laser, pipeann, tiered
+from . import gorgeous, headline, laser, main, pipeann, tiered
 
-RENDERERS = {"laser": laser, "gorgeous": gorgeous, "pipeann": pipeann, "tiered": tiered}
+RENDERERS = {"laser": laser, "gorgeous": gorgeous, "pipeann": pipeann, "tiered": tiered,
+             "headline": headline, "main": main}

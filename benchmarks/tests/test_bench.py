@@ -20,7 +20,8 @@ from runner import scenario as S  # noqa: E402
 PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous", "gorgeous-tables"),
           ("tiered", "tiered-tables"), ("pipeann", "pipeann-tables"), ("pipeann", "pipeann-tables-epyc"),
           ("pipeann", "pipeann-tables-epyc-repeat"), ("pipeann", "pipeann-tables-epyc-repeat2"),
-          ("pipeann", "pipeann-tables-epyc-repeat3")]
+          ("pipeann", "pipeann-tables-epyc-repeat3"),
+          ("main", "stratavec-bench-report")]
 
 
 def minimal(**run):
