@@ -114,6 +114,41 @@ def overrides(pairs: list[str]) -> dict:
     return out
 
 
+def step(r, results, sets, data, dry_run) -> None:
+    """One run of a scenario: a `stratavec bench` invocation, or a command
+    (its stdout into `out`, skipped when what it `creates` exists)."""
+    if r.kind == "bench":
+        r.flags.update(sets or {})
+    if data and (r.kind == "bench" or r.data):
+        r.data = data
+    if r.pause_seconds:
+        print(f"# pause {r.pause_seconds:g} s before {r.name}", flush=True)
+    if dry_run:
+        if r.data and not datasets.present(r.data) and datasets.recipe(r.data):
+            print(f"# {r.data} missing: {shlex.join(datasets.recipe(r.data))} first")
+        where = datasets.path(r.data) if r.data else ""
+    else:
+        time.sleep(r.pause_seconds)
+        where = datasets.ensure(r.data) if r.data else ""
+    if r.kind == "bench":
+        argv = command.argv(r, results, where)
+    else:
+        if r.creates and os.path.exists(r.creates):
+            print(f"# {r.name}: {r.creates} exists, skipped", flush=True)
+            return
+        argv = command.expand(r.argv, results, where)
+    redirect = f" {'>>' if r.append else '>'} {shlex.quote(os.path.join(results, r.out))}" \
+        if r.kind != "bench" and r.out else ""
+    print(shlex.join(argv) + redirect, flush=True)
+    if dry_run:
+        return
+    if r.kind != "bench" and r.out:
+        with open(os.path.join(results, r.out), "a" if r.append else "w") as f:
+            subprocess.run(argv, check=True, stdout=f)
+    else:
+        subprocess.run(argv, check=True)
+
+
 def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False, data=None) -> None:
     results = results or sc.results
     chosen = [r for r in sc.runs if names is None or r.name in names]
@@ -127,21 +162,7 @@ def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False,
         os.makedirs(results, exist_ok=True)
         os.makedirs(command.WORK, exist_ok=True)
     for r in chosen:
-        r.flags.update(sets or {})
-        r.data = data or r.data
-        if dry_run:
-            if r.pause_seconds:
-                print(f"# pause {r.pause_seconds:g} s before {r.name}")
-            if not datasets.present(r.data) and datasets.recipe(r.data):
-                print(f"# {r.data} missing: {shlex.join(datasets.recipe(r.data))} first")
-            say(command.argv(r, results, datasets.path(r.data)))
-            continue
-        argv = command.argv(r, results, datasets.ensure(r.data))
-        if r.pause_seconds:
-            print(f"# pause {r.pause_seconds:g} s before {r.name}", flush=True)
-            time.sleep(r.pause_seconds)
-        say(argv)
-        subprocess.run(argv, check=True)
+        step(r, results, sets, data, dry_run)
     # Only the sections that read the folder just written: another
     # machine's folder (--results) must not overwrite this one's tables.
     reps = [rep for rep in sc.reports if os.path.normpath(rep.results) == os.path.normpath(results)]

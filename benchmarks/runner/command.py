@@ -98,3 +98,13 @@ def argv(run, results: str, data_dir: str, binary: str | None = None) -> list[st
         elif kind == "value":
             cmd += [flag, text(v)]
     return cmd
+
+
+def expand(argv: list[str], results: str, data_dir: str) -> list[str]:
+    """A command run's argv with its placeholders filled in
+    (scenario.PLACEHOLDERS)."""
+    import sys
+
+    values = {"bin": bench_binary(), "work": WORK, "results": results, "data": data_dir,
+              "python": sys.executable}
+    return [a.format(**values) for a in argv]

@@ -15,6 +15,14 @@
     out = "lat-w{beam_width}.jsonl"   #   product), named in `out`
     pause_seconds = 120               # optional: idle this long first (a
                                       #   second run of the same command)
+    [[run]]                           # a step that is not `stratavec bench`:
+    name = "shuffle-384"              #   a study's other commands (synth,
+    kind = "command"                  #   shuffle, relayout, a Python driver),
+    argv = ["{bin}", "shuffle", "{work}/IDX", "--json"]  # no shell; {bin}
+    out = "shuffle-384.jsonl"         #   {work} {results} {data} {python}
+    append = true                     #   expand; stdout to `out` (optional,
+    creates = ".cache/x/gt.ibin"      #   appended to with `append`); skipped
+                                      #   when `creates` exists; `data` optional
     [[report]]                        # a BENCHMARKS.md section to render
     marker = "laser-tables"           # required; its BEGIN/END markers' tag
     table = "laser"                   # required; a key of tables.RENDERERS
@@ -39,6 +47,7 @@ from . import command
 DEFAULT_RESULTS = "benchmarks/results"
 TOP_KEYS = {"name", "about", "results", "defaults", "run", "report"}
 RUN_KEYS = {"name", "data", "out", "each", "pause_seconds"} | set(command.FLAGS)
+COMMAND_KEYS = {"name", "kind", "argv", "data", "out", "append", "creates", "pause_seconds"}
 REPORT_KEYS = {"marker", "table", "results", "doc", "plot"}
 
 
@@ -53,6 +62,10 @@ class Run:
     out: str  # a file name inside the results folder
     flags: dict  # command.FLAGS key -> value, in the file's order
     pause_seconds: float = 0.0  # idle before the run starts
+    kind: str = "bench"  # or "command": `argv` run as it is
+    argv: list = field(default_factory=list)
+    append: bool = False  # a command's stdout appended to `out`
+    creates: str | None = None  # a command is skipped when this exists
 
 
 @dataclass
@@ -96,6 +109,12 @@ def parse(doc: dict, path: str = "<scenario>") -> Scenario:
     names = set()
     for i, raw in enumerate(doc.get("run", [])):
         where = f"{path}: run {raw.get('name', '#' + str(i + 1))!r}"
+        if raw.get("kind", "bench") != "bench":
+            if raw.get("name") in names:
+                raise ScenarioError(f"{where}: a second run of that name")
+            sc.runs.append(_command(raw, where))
+            names.add(raw["name"])
+            continue
         merged = {**defaults, **raw}
         _keys(merged, RUN_KEYS, {"name", "data", "out"}, where)
         if merged["name"] in names:
@@ -154,6 +173,36 @@ def _expand(merged: dict, where: str) -> list[Run]:
         runs.append(Run(name=merged["name"], data=_str(merged["data"], where), out=out, flags=f,
                         pause_seconds=_pause(merged.get("pause_seconds", 0), where)))
     return runs
+
+
+def _command(raw: dict, where: str) -> Run:
+    """A `kind = "command"` run: argv as given (placeholders expanded when
+    it runs), stdout to `out` when there is one."""
+    if raw.get("kind") != "command":
+        raise ScenarioError(f"{where}: kind = {raw.get('kind')!r}; runs are \"bench\" or \"command\"")
+    _keys(raw, COMMAND_KEYS, {"name", "argv"}, where)
+    argv = raw["argv"]
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ScenarioError(f"{where}: argv must be a non-empty list of non-empty strings")
+    for a in argv:
+        try:
+            a.format(**{k: "" for k in PLACEHOLDERS})
+        except (KeyError, IndexError, ValueError) as e:
+            raise ScenarioError(f"{where}: argv item {a!r}: unknown placeholder {e} "
+                                f"(have: {', '.join(PLACEHOLDERS)})") from None
+    if "{data}" in " ".join(argv) and "data" not in raw:
+        raise ScenarioError(f"{where}: argv names {{data}} but the run gives no data")
+    append = raw.get("append", False)
+    if not isinstance(append, bool):
+        raise ScenarioError(f"{where}: append = {append!r} is not true or false")
+    return Run(name=raw["name"], data=raw.get("data", ""), out=raw.get("out", ""), flags={},
+               pause_seconds=_pause(raw.get("pause_seconds", 0), where), kind="command",
+               argv=list(argv), append=append, creates=raw.get("creates"))
+
+
+# What a command's argv may name: the stratavec binary, the bench's index
+# folder, the results folder, the run's data set folder, this Python.
+PLACEHOLDERS = ("bin", "work", "results", "data", "python")
 
 
 def _pause(v, where: str) -> float:

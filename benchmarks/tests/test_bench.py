@@ -163,3 +163,43 @@ def test_report_check_all_is_clean(monkeypatch):
     monkeypatch.chdir(ROOT)
     assert bench.main(["report", "--all", "--check"]) == 0
     assert os.getcwd() == str(ROOT)
+
+
+def test_command_run_parses_and_expands():
+    sc = S.parse({"name": "t", "run": [{"name": "shuffle", "kind": "command", "data": "d",
+                                        "argv": ["{bin}", "shuffle", "{work}/idx", "{data}"],
+                                        "out": "s.jsonl", "append": True}]})
+    r = sc.runs[0]
+    assert (r.kind, r.out, r.append) == ("command", "s.jsonl", True)
+    argv = command.expand(r.argv, "res", "/data/d")
+    assert argv[1:] == ["shuffle", f"{command.WORK}/idx", "/data/d"]
+    assert argv[0] == command.bench_binary()
+
+
+@pytest.mark.parametrize("run,message", [
+    ({"argv": ["{nope}"]}, "unknown placeholder"),
+    ({"argv": []}, "non-empty list"),
+    ({"argv": ["x"], "threads": 2}, "unknown key 'threads'"),
+    ({"argv": ["{data}"]}, "gives no data"),
+    ({"argv": ["x"], "kind": "shell"}, "runs are"),
+    ({"argv": ["x"], "append": "yes"}, "append"),
+])
+def test_command_run_errors_name_the_key(run, message):
+    raw = {"name": "c", "kind": "command", **run}
+    with pytest.raises(S.ScenarioError, match=message):
+        S.parse({"name": "t", "run": [raw]})
+
+
+def test_pause_seconds_is_checked():
+    assert S.parse(minimal(pause_seconds=5)).runs[0].pause_seconds == 5.0
+    with pytest.raises(S.ScenarioError, match="pause_seconds"):
+        S.parse(minimal(pause_seconds=-1))
+
+
+def test_dry_run_prints_a_command_run_with_its_redirect(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)
+    sc = S.parse({"name": "t", "run": [{"name": "c", "kind": "command", "argv": ["{bin}", "info", "x y"],
+                                        "out": "o.txt"}]})
+    bench.run(sc, dry_run=True, results=str(tmp_path), no_report=True)
+    out = capsys.readouterr().out
+    assert f"info 'x y' > {tmp_path}/o.txt" in out
