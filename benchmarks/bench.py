@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import inspect
 import os
 import shlex
 import subprocess
@@ -69,7 +70,14 @@ def render(report) -> str:
     if report.table not in tables.RENDERERS:
         raise ScenarioError(f"report {report.marker!r}: no table {report.table!r} "
                             f"(have: {', '.join(sorted(tables.RENDERERS))})")
-    return tables.RENDERERS[report.table].render(report.results)
+    table = tables.RENDERERS[report.table]
+    if report.files is None:
+        return table.render(report.results)
+    # A table that fills several sections from one folder takes the files
+    # each section shows; the others would drop them silently.
+    if "files" not in inspect.signature(table.render).parameters:
+        raise ScenarioError(f"report {report.marker!r}: table {report.table!r} takes no files")
+    return table.render(report.results, files=report.files)
 
 
 def report(sc, plots=False, check=False) -> bool:
@@ -130,23 +138,29 @@ def step(r, results, sets, data, dry_run) -> None:
     else:
         time.sleep(r.pause_seconds)
         where = datasets.ensure(r.data) if r.data else ""
+    env = {}
     if r.kind == "bench":
         argv = command.argv(r, results, where)
     else:
-        if r.creates and os.path.exists(r.creates):
-            print(f"# {r.name}: {r.creates} exists, skipped", flush=True)
+        creates = r.creates and command.expand([r.creates], results, where)[0]
+        if creates and os.path.exists(creates):
+            print(f"# {r.name}: {creates} exists, skipped", flush=True)
             return
         argv = command.expand(r.argv, results, where)
+        env = dict(zip(r.env, command.expand(list(r.env.values()), results, where)))
     redirect = f" {'>>' if r.append else '>'} {shlex.quote(os.path.join(results, r.out))}" \
         if r.kind != "bench" and r.out else ""
-    print(shlex.join(argv) + redirect, flush=True)
+    # Printed as a shell would take it: VAR=value ... argv > out.
+    prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
+    print(prefix + shlex.join(argv) + redirect, flush=True)
     if dry_run:
         return
+    child_env = {**os.environ, **env} if env else None
     if r.kind != "bench" and r.out:
         with open(os.path.join(results, r.out), "a" if r.append else "w") as f:
-            subprocess.run(argv, check=True, stdout=f)
+            subprocess.run(argv, check=True, stdout=f, env=child_env)
     else:
-        subprocess.run(argv, check=True)
+        subprocess.run(argv, check=True, env=child_env)
 
 
 def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False, data=None) -> None:

@@ -16,11 +16,15 @@ import subprocess
 RECIPES = {
     "wordnet-minilm": ["scripts/wordnet.sh", "full"],
     "wordnet-mpnet": ["scripts/wordnet-mpnet.sh", "full"],
+    # The 20k subsets (CI's, and the plan-of-parts A/B's): 1 and 6 minutes.
+    "wordnet-minilm-20k": ["scripts/wordnet.sh", "20k"],
+    "wordnet-mpnet-20k": ["scripts/wordnet-mpnet.sh", "20k"],
 }
 
 # Sets a project script makes from another set: name -> (source set, script,
-# its arguments). The 96-d PCA of wordnet-minilm stays where starling.sh and
-# pipeann.sh made it, under .cache/, so their index builds are found again.
+# its arguments). The 96-d PCA of wordnet-minilm stays where the Starling and
+# PipeANN studies' first scripts made it, under .cache/, so their index
+# builds (.cache/bench/wordnet-minilm-pca96-*) are found again.
 DERIVED = {
     ".cache/wordnet-minilm-pca96": ("wordnet-minilm", "benchmarks/datasets/pca.py", ["--dims", "96"]),
 }

@@ -22,13 +22,19 @@
     out = "shuffle-384.jsonl"         #   {work} {results} {data} {python}
     append = true                     #   expand; stdout to `out` (optional,
     creates = ".cache/x/gt.ibin"      #   appended to with `append`); skipped
-                                      #   when `creates` exists; `data` optional
+                                      #   when `creates` exists (placeholders
+                                      #   expand there too); `data` optional
+    env = { ROUNDS = "8" }            #   optional: environment variables set
+                                      #   for it (a driver script's knobs)
     [[report]]                        # a BENCHMARKS.md section to render
     marker = "laser-tables"           # required; its BEGIN/END markers' tag
     table = "laser"                   # required; a key of tables.RENDERERS
     results = "benchmarks/results"    # the rows it reads (default: top-level)
     doc = "BENCHMARKS.md"             # optional
     plot = "benchmarks/plots/x.png"   # optional; `report --plots` writes it
+    files = ["a.jsonl", "b.jsonl"]    # optional: the rows files in `results`
+                                      #   it renders, for a table that fills
+                                      #   several sections from one folder
 
 Unknown keys and missing required ones are errors naming the key and where
 it is: a typo in a flag name must not silently run the bench with its
@@ -47,8 +53,8 @@ from . import command
 DEFAULT_RESULTS = "benchmarks/results"
 TOP_KEYS = {"name", "about", "results", "defaults", "run", "report"}
 RUN_KEYS = {"name", "data", "out", "each", "pause_seconds"} | set(command.FLAGS)
-COMMAND_KEYS = {"name", "kind", "argv", "data", "out", "append", "creates", "pause_seconds"}
-REPORT_KEYS = {"marker", "table", "results", "doc", "plot"}
+COMMAND_KEYS = {"name", "kind", "argv", "data", "out", "append", "creates", "env", "pause_seconds"}
+REPORT_KEYS = {"marker", "table", "results", "doc", "plot", "files"}
 
 
 class ScenarioError(ValueError):
@@ -66,6 +72,7 @@ class Run:
     argv: list = field(default_factory=list)
     append: bool = False  # a command's stdout appended to `out`
     creates: str | None = None  # a command is skipped when this exists
+    env: dict = field(default_factory=dict)  # a command's extra environment
 
 
 @dataclass
@@ -75,6 +82,7 @@ class Report:
     results: str
     doc: str = "BENCHMARKS.md"
     plot: str | None = None
+    files: list | None = None  # rows files in `results` (None: the table's own choice)
 
 
 @dataclass
@@ -124,9 +132,13 @@ def parse(doc: dict, path: str = "<scenario>") -> Scenario:
     for i, raw in enumerate(doc.get("report", [])):
         where = f"{path}: report #{i + 1}"
         _keys(raw, REPORT_KEYS, {"marker", "table"}, where)
+        files = raw.get("files")
+        if files is not None and (not isinstance(files, list) or not files
+                                  or not all(isinstance(f, str) and f and "/" not in f for f in files)):
+            raise ScenarioError(f"{where}: files must be a non-empty list of file names in results")
         sc.reports.append(Report(marker=_str(raw["marker"], where), table=_str(raw["table"], where),
                                  results=raw.get("results", results), doc=raw.get("doc", "BENCHMARKS.md"),
-                                 plot=raw.get("plot")))
+                                 plot=raw.get("plot"), files=files))
     if not sc.runs and not sc.reports:
         raise ScenarioError(f"{path}: neither a [[run]] nor a [[report]]")
     return sc
@@ -184,20 +196,30 @@ def _command(raw: dict, where: str) -> Run:
     argv = raw["argv"]
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
         raise ScenarioError(f"{where}: argv must be a non-empty list of non-empty strings")
-    for a in argv:
+    env = raw.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and k and isinstance(v, str)
+                                            for k, v in env.items()):
+        raise ScenarioError(f"{where}: env must map variable names to strings")
+    creates = raw.get("creates")
+    if creates is not None:
+        _str(creates, f"{where}: creates")
+    # Every string that expands placeholders, checked here: a typo must
+    # fail before the first run starts, not an hour into the scenario.
+    for what, a in [("argv item", a) for a in argv] + [(f"env {k}", v) for k, v in env.items()] \
+            + ([("creates", creates)] if creates else []):
         try:
             a.format(**{k: "" for k in PLACEHOLDERS})
         except (KeyError, IndexError, ValueError) as e:
-            raise ScenarioError(f"{where}: argv item {a!r}: unknown placeholder {e} "
+            raise ScenarioError(f"{where}: {what} {a!r}: unknown placeholder {e} "
                                 f"(have: {', '.join(PLACEHOLDERS)})") from None
-    if "{data}" in " ".join(argv) and "data" not in raw:
-        raise ScenarioError(f"{where}: argv names {{data}} but the run gives no data")
+        if "{data}" in a and "data" not in raw:
+            raise ScenarioError(f"{where}: {what} names {{data}} but the run gives no data")
     append = raw.get("append", False)
     if not isinstance(append, bool):
         raise ScenarioError(f"{where}: append = {append!r} is not true or false")
     return Run(name=raw["name"], data=raw.get("data", ""), out=raw.get("out", ""), flags={},
                pause_seconds=_pause(raw.get("pause_seconds", 0), where), kind="command",
-               argv=list(argv), append=append, creates=raw.get("creates"))
+               argv=list(argv), append=append, creates=creates, env=dict(env))
 
 
 # What a command's argv may name: the stratavec binary, the bench's index

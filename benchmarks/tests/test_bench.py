@@ -203,3 +203,60 @@ def test_dry_run_prints_a_command_run_with_its_redirect(capsys, monkeypatch, tmp
     bench.run(sc, dry_run=True, results=str(tmp_path), no_report=True)
     out = capsys.readouterr().out
     assert f"info 'x y' > {tmp_path}/o.txt" in out
+
+
+def test_command_env_and_creates_expand(capsys, monkeypatch, tmp_path):
+    """A driver script's knobs go in `env`; `creates` names its file with
+    the placeholders argv uses, and a present one skips the run."""
+    monkeypatch.chdir(ROOT)
+    sc = S.parse({"name": "t", "run": [
+        {"name": "ab", "kind": "command", "argv": ["scripts/x.sh"],
+         "env": {"ROUNDS": "8", "OUT": "{results}/ab.jsonl"}},
+        {"name": "made", "kind": "command", "argv": ["{bin}", "synth"], "creates": "{results}/gt.ibin"}]})
+    assert sc.runs[0].env == {"ROUNDS": "8", "OUT": "{results}/ab.jsonl"}
+    (tmp_path / "gt.ibin").write_text("")
+    bench.run(sc, dry_run=True, results=str(tmp_path), no_report=True)
+    out = capsys.readouterr().out
+    assert f"ROUNDS=8 OUT={tmp_path}/ab.jsonl scripts/x.sh\n" in out
+    assert f"# made: {tmp_path}/gt.ibin exists, skipped" in out
+
+
+def test_command_env_runs_in_the_child(monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)
+    sc = S.parse({"name": "t", "run": [{"name": "e", "kind": "command", "env": {"STUDY_KNOB": "{results}"},
+                                        "argv": [sys.executable, "-c",
+                                                 "import os; print(os.environ['STUDY_KNOB'])"],
+                                        "out": "knob.txt"}]})
+    for r in sc.runs:
+        bench.step(r, str(tmp_path), None, None, dry_run=False)
+    assert (tmp_path / "knob.txt").read_text() == f"{tmp_path}\n"
+
+
+@pytest.mark.parametrize("run,message", [
+    ({"env": {"A": 1}}, "env must map"),
+    ({"env": ["A=1"]}, "env must map"),
+    ({"env": {"A": "{nope}"}}, "env A"),
+    ({"creates": "{nope}/x"}, "creates"),
+    ({"creates": "{data}/gt.ibin"}, "gives no data"),
+])
+def test_command_env_and_creates_errors(run, message):
+    with pytest.raises(S.ScenarioError, match=message):
+        S.parse({"name": "t", "run": [{"name": "c", "kind": "command", "argv": ["x"], **run}]})
+
+
+def test_report_files(monkeypatch):
+    """`files` picks the rows a section shows; a table without a files
+    parameter refuses them rather than drop them."""
+    rep = S.parse({"name": "t", "report": [{"marker": "m", "table": "ab_plan", "files": ["a.jsonl"]}]}).reports[0]
+    assert rep.files == ["a.jsonl"]
+    for bad in ([], ["x/a.jsonl"], "a.jsonl"):
+        with pytest.raises(S.ScenarioError, match="files"):
+            S.parse({"name": "t", "report": [{"marker": "m", "table": "ab_plan", "files": bad}]})
+    rep = S.Report(marker="m", table="laser", results="benchmarks/results", files=["laser-384.jsonl"])
+    with pytest.raises(S.ScenarioError, match="takes no files"):
+        bench.render(rep)
+
+
+def test_twenty_k_subsets_have_recipes():
+    assert datasets.recipe("wordnet-minilm-20k") == ["scripts/wordnet.sh", "20k"]
+    assert datasets.recipe("wordnet-mpnet-20k") == ["scripts/wordnet-mpnet.sh", "20k"]
