@@ -3,7 +3,12 @@
 # parts) against the plan of parts, on one data set, every profile.
 #
 #   benchmarks/ab_plan.sh OLD_BIN NEW_BIN DATA_DIR
+#   OLD_BIN=... NEW_BIN=... benchmarks/ab_plan.sh DATA_DIR
 #
+# The second form is how benchmarks/scenarios/ab_plan.toml runs it (python3
+# benchmarks/bench.py run benchmarks/scenarios/ab_plan.toml): the scenario
+# fixes the data set and the knobs below, the two binaries come from the
+# caller's environment.
 # DATA_DIR holds base.fbin, query.fbin and gt.ibin (scripts/wordnet.sh 20k).
 #   1. Builds every profile with each binary from the same data and the same
 #      parameters (defaults, --memory-budget-mb at 20% of the raw vector
@@ -22,7 +27,8 @@
 #      profile, round and the sha256 of the neighbours it returned,
 #      `--output`) appended to OUT; the build comparison is a line a
 #      profile there too.
-# benchmarks/ab_plan_table.py OUT prints the table.
+# benchmarks/tables/ab_plan.py renders OUT's tables into BENCHMARKS.md
+# (`python3 benchmarks/bench.py report benchmarks/scenarios/ab_plan.toml`).
 #
 # Environment: PROFILES (default: all eight), ROUNDS (4), REPEAT (3),
 # WORK (.cache/ab-plan/DATASET), OUT (benchmarks/results/ab-plan/DATASET.jsonl,
@@ -32,13 +38,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ $# -ne 3 ]; then
-  echo "usage: $0 OLD_BIN NEW_BIN DATA_DIR" >&2
-  exit 2
-fi
-old_bin=$(realpath "$1")
-new_bin=$(realpath "$2")
-data=${3%/}
+case $# in
+  3) old_bin=$1 new_bin=$2 data=$3 ;;
+  1)
+    # A scenario's argv is fixed: the binaries under test come from here.
+    old_bin=${OLD_BIN:?"ab_plan: set OLD_BIN and NEW_BIN (the two stratavec binaries) or give them as arguments"}
+    new_bin=${NEW_BIN:?"ab_plan: set NEW_BIN (the new stratavec binary) or give both binaries as arguments"}
+    data=$1 ;;
+  *)
+    echo "usage: $0 OLD_BIN NEW_BIN DATA_DIR, or OLD_BIN=... NEW_BIN=... $0 DATA_DIR" >&2
+    exit 2 ;;
+esac
+old_bin=$(realpath "$old_bin")
+new_bin=$(realpath "$new_bin")
+data=${data%/}
 dataset=$(basename "$data")
 profiles=${PROFILES:-diskann starling gorgeous laser pipeann octopus tiered ivf}
 rounds=${ROUNDS:-4}

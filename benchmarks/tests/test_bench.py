@@ -21,7 +21,9 @@ PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous"
           ("tiered", "tiered-tables"), ("pipeann", "pipeann-tables"), ("pipeann", "pipeann-tables-epyc"),
           ("pipeann", "pipeann-tables-epyc-repeat"), ("pipeann", "pipeann-tables-epyc-repeat2"),
           ("pipeann", "pipeann-tables-epyc-repeat3"),
-          ("main", "stratavec-bench-report")]
+          ("main", "stratavec-bench-report"),
+          ("ab_plan", "ab-plan-20k"), ("ab_plan", "ab-plan-20k-head"), ("ab_plan", "ab-plan-full"),
+          ("ab_plan", "ab-plan-mpnet-params")]
 
 
 def minimal(**run):

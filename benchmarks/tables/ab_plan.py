@@ -1,9 +1,10 @@
-#!/usr/bin/env python3
-"""Issue #52's A/B tables from benchmarks/ab_plan.sh's rows.
+"""The plan-of-parts A/B tables of BENCHMARKS.md (issue #52) from
+benchmarks/ab_plan.sh's rows (benchmarks/scenarios/ab_plan.toml runs it
+and renders the tables: `python3 benchmarks/bench.py report
+benchmarks/scenarios/ab_plan.toml`).
 
-    python3 benchmarks/ab_plan_table.py benchmarks/results/ab-plan/*.jsonl
-
-Prints, as markdown:
+Each section's [[report]] names its files (`files`): one A/B's rows, or
+several shown together. Renders, as markdown:
   - the builds: per data set and profile, the files compared and whether
     every one is byte-identical (manifest.json without the new `plan`,
     build_report.json without its timings);
@@ -26,7 +27,6 @@ Standard library only.
 import json
 import os
 import statistics
-import sys
 from collections import defaultdict
 
 
@@ -111,18 +111,13 @@ def searches_table(rows):
     return "\n".join(out)
 
 
-def main(paths):
-    rows = load(paths)
+def render(results, files=None):
+    """The builds table, then the searches table, of `files` in `results`
+    (default: every .jsonl there, by name)."""
+    if files is None:
+        files = sorted(f for f in os.listdir(results) if f.endswith(".jsonl"))
+    rows = load([os.path.join(results, f) for f in files])
     builds = [r for r in rows if r.get("kind") == "build"]
     searches = [r for r in rows if r.get("kind") == "search"]
-    if builds:
-        print(builds_table(builds))
-        print()
-    if searches:
-        print(searches_table(searches))
-
-
-if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    main(sys.argv[1:])
+    parts = ([builds_table(builds)] if builds else []) + ([searches_table(searches)] if searches else [])
+    return "\n\n".join(parts) + "\n"
