@@ -16,6 +16,10 @@ so drift on a shared machine hits all alike) of:
 Each row: QPS, recall@10, p50/p99 of the per-query latency (a collection's
 is the sum of its segment searches'), reads a query, the merge's share of
 the wall time, and RAM held. One JSON row a line to ``--out``.
+benchmarks/scenarios/collection.toml builds the collections and runs this
+as below; benchmarks/tables/collection.py renders the rows into
+BENCHMARKS.md (``python3 benchmarks/bench.py report
+benchmarks/scenarios/collection.toml``).
 
     .cache/venv-py/bin/python benchmarks/collection_bench.py \
         --data ~/.cache/stratavec/wordnet-minilm --single .cache/bench/wordnet-minilm-diskann-R64-L128-pq48 \

@@ -23,7 +23,7 @@ PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous"
           ("pipeann", "pipeann-tables-epyc-repeat3"),
           ("main", "stratavec-bench-report"),
           ("ab_plan", "ab-plan-20k"), ("ab_plan", "ab-plan-20k-head"), ("ab_plan", "ab-plan-full"),
-          ("ab_plan", "ab-plan-mpnet-params")]
+          ("ab_plan", "ab-plan-mpnet-params"), ("collection", "collection-tables")]
 
 
 def minimal(**run):

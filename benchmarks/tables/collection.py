@@ -1,21 +1,20 @@
 """The collections section of BENCHMARKS.md from benchmarks/collection_bench.py
-rows (issue #24): medians over the interleaved rounds of each (system,
-probe, L); the scaling table (1, 2, 4, 8 segments, every segment searched,
-same total data and budget), the k-means probe table, Ray against the
-in-process collection, and the issue's targets.
-
-    python benchmarks/collection_table.py --results benchmarks/results/collections-384.jsonl \
-        --out benchmarks/results/collections.md --into BENCHMARKS.md
+rows (issue #24; benchmarks/scenarios/collection.toml runs and renders it:
+`python3 benchmarks/bench.py report benchmarks/scenarios/collection.toml`):
+medians over the interleaved rounds of each (system, probe, L); the
+scaling table (1, 2, 4, 8 segments, every segment searched, same total data
+and budget), the k-means probe table, Ray against the in-process
+collection, and the issue's targets. Standard library only.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import statistics
 from collections import defaultdict
 
-import rounds
+ROWS = "collections-384.jsonl"
 
 
 def per_round(path: str) -> dict:
@@ -117,13 +116,10 @@ def targets(ms: dict, rounds: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--results", default="benchmarks/results/collections-384.jsonl")
-    ap.add_argument("--out")
-    ap.add_argument("--into")
-    a = ap.parse_args()
-    ms = medians(a.results)
+def render(results: str) -> str:
+    """The text between the section's markers, from `results`/collections-384.jsonl."""
+    path = os.path.join(results, ROWS)
+    ms = medians(path)
     order = lambda m: (m["segments"], m["system"], m["probe"] or 99, m["L"])  # noqa: E731
     scaling = sorted((m for m in ms.values()
                       if m["system"] == "single" or m["system"].startswith("collection-range")), key=order)
@@ -142,9 +138,5 @@ def main() -> None:
         lines += ["Through Ray actors (one a segment, 2 CPUs, local instance; the segments "
                   "searched in parallel by their actors; latency per query is not measured "
                   "through Ray):", ""] + table(ray, True) + [""]
-    lines += ["Issue #24's targets (wordnet-minilm):", ""] + targets(ms, per_round(a.results)) + [""]
-    rounds.publish("\n".join(lines) + "\n", a.out, a.into, "collection-tables")
-
-
-if __name__ == "__main__":
-    main()
+    lines += ["Issue #24's targets (wordnet-minilm):", ""] + targets(ms, per_round(path)) + [""]
+    return "\n".join(lines) + "\n"
