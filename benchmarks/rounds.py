@@ -1,7 +1,7 @@
 """Rounds of a `stratavec bench` run: one row per system, sweep point and
 round (the bench times every system at a point before the next point, R
-rounds). Standard library only; plot.py, report.py, starling_table.py and
-qps_ratio.py read rows through it.
+rounds). Standard library only; plot.py, report.py and the table renderers
+in tables/ read rows through it.
 
 - `collapse` gives one row per (system, L): the median QPS over rounds with
   its min and max (`qps_min`, `qps_max`, `rounds`), the median of each

@@ -23,7 +23,9 @@ PORTED = [("laser", "laser-tables"), ("laser", "laser-tables-epyc"), ("gorgeous"
           ("pipeann", "pipeann-tables-epyc-repeat3"),
           ("main", "stratavec-bench-report"),
           ("ab_plan", "ab-plan-20k"), ("ab_plan", "ab-plan-20k-head"), ("ab_plan", "ab-plan-full"),
-          ("ab_plan", "ab-plan-mpnet-params"), ("collection", "collection-tables")]
+          ("ab_plan", "ab-plan-mpnet-params"), ("collection", "collection-tables"),
+          # No committed rows yet: they regenerate as "not measured yet".
+          ("starling", "starling-tables"), ("starling_scale", "starling-scale-tables")]
 
 
 def minimal(**run):
@@ -262,3 +264,28 @@ def test_report_files(monkeypatch):
 def test_twenty_k_subsets_have_recipes():
     assert datasets.recipe("wordnet-minilm-20k") == ["scripts/wordnet.sh", "20k"]
     assert datasets.recipe("wordnet-mpnet-20k") == ["scripts/wordnet-mpnet.sh", "20k"]
+
+
+def test_starling_commands():
+    """The Starling study's old shell commands: its f16 pass as runs of their
+    own, BNS appended to the OR(G) lines of the 96-d set, and the 1M
+    relayout timed into the results folder."""
+    sc = S.load(str(BENCH / "scenarios" / "starling.toml"))
+    by = {r.name: r for r in sc.runs}
+    assert command.argv(by["pca96-f16"], "benchmarks/results", "P", binary="b")[6:] == [
+        "--out", "benchmarks/results/starling-pca96-f16.jsonl",
+        "--profiles", "diskann,starling-shuffle,starling-page,starling-nav,starling-pipeline,starling,starling-all",
+        "--store", "f16", "--threads", "2", "--memory-fraction", "0.2",
+        "-L", "10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,26,30,40,60", "--rounds", "5"]
+    assert (by["bns-pca96"].out, by["bns-pca96"].append) == ("shuffle-pca96.jsonl", True)
+    assert by["shuffle-384-f16"].argv[2] == "{work}/wordnet-minilm-diskann-R64-L128-pq48-f16"
+    assert [r.name for r in sc.runs if r.kind == "bench"] == [
+        "pca96", "384", "range-384", "pca96-f16", "384-f16", "range-384-f16"]
+    sc = S.load(str(BENCH / "scenarios" / "starling_scale.toml"))
+    by = {r.name: r for r in sc.runs}
+    assert by["synth-1m"].creates == ".cache/synth-1m-96/gt.ibin"
+    assert by["1m"].flags["profiles"] == ["diskann", "starling", "starling-all"]
+    relayout = command.expand(by["relayout-1m"].argv, "res", "")
+    assert relayout[:4] == ["/usr/bin/time", "-v", "-o", "res/relayout-synth1m.time"]
+    assert relayout[5:] == ["relayout", ".cache/bench/synth-1m-96-diskann-R64-L128-pq48",
+                            ".cache/bench/relayout-synth1m"]
