@@ -9,35 +9,36 @@
 A scenario file (benchmarks/scenarios/NAME.toml; schema in
 runner/scenario.py) says what a study measures: its runs, each one
 `stratavec bench` invocation (data set, budget, profiles, peers, rounds,
-sweep, threads, latency mode, tiers...) writing one raw-rows file, and the
-BENCHMARKS.md sections it renders, each a marker tag, a table renderer
-(tables/NAME.py) and the results folder it reads. `run` builds the CLI,
-makes missing data sets, runs the selected runs in file order, then
-renders the reports that read the folder it wrote. `report` renders from
-the committed rows only, so it is cheap, needs no build, and gives the
-same bytes every time; `--check` fails instead of writing when a section
-would change.
+sweep, threads, latency mode, tiers...) writing one raw-rows file, or one
+of the study's other commands (`kind = "command"`: making synthetic data,
+`stratavec shuffle` or `relayout`, a driver such as collection_bench.py or
+ab_plan.sh), and the BENCHMARKS.md sections it renders, each a marker tag,
+a table renderer (tables/NAME.py) and the results folder it reads. `run`
+builds the CLI, makes missing data sets, runs the selected runs in file
+order, then renders the reports that read the folder it wrote. `report`
+renders from the committed rows only, so it is cheap, needs no build, and
+gives the same bytes every time; `--check` fails instead of writing when a
+section would change.
 
-Design note: porting a study still on its own scripts (starling.sh,
-starling_scale.sh, collection_bench.py, ab_plan.sh, run_all.sh +
-report.py):
-  1. Move its *_table.py into tables/NAME.py: keep the table functions,
-     replace main() by render(results) -> str returning what it passed to
-     rounds.publish (and plot(results, path) if it plots), and register it
-     in tables/__init__.py. Scripts importing it (as qps_ratio.py imports
-     starling_table) import from tables.
-  2. Write scenarios/NAME.toml: one [[run]] per `stratavec bench` call of
-     the shell script (a loop over a value is `each`), flags as keys of
-     runner/command.py's FLAGS, one [[report]] per marker pair it fills
-     (another machine's folder is another [[report]] with its `results`).
-  3. Check: `bench.py report scenarios/NAME.toml` leaves `git diff
-     BENCHMARKS.md` empty, `bench.py run --dry-run` prints the script's
-     commands; add the section to tests/test_bench.py's PORTED.
-  4. Delete the script, point BENCHMARKS.md's and docs/'s "Reproduce"
-     lines at the scenario, and let the BEGIN marker's text name it.
-  Studies whose driver is not `stratavec bench` (collection_bench.py drives
-  Ray; report.py renders many sections with plots) need a run kind other
-  than the bench command: add one to runner/ rather than a shell escape.
+Adding a study (every study runs from a scenario; none keeps scripts of
+its own beside it):
+  1. Write tables/NAME.py: render(results) -> str, the section's markdown
+     from the committed rows alone (no clock, no machine probe; a missing
+     file named with the `bench.py run --runs` that makes it), and
+     plot(results, path) if it plots; register it in tables/__init__.py.
+     A table that fills several sections from one folder takes
+     render(results, files=None), and each [[report]] names its `files`.
+  2. Write scenarios/NAME.toml: one [[run]] per `stratavec bench` call (a
+     loop over a value is `each`; flags are runner/command.py's FLAGS
+     keys), command runs for its other steps (data made once, skipped by
+     `creates`; a driver script's knobs as `env`; stdout into `out`), and
+     one [[report]] per marker pair (another machine's folder is another
+     [[report]] with its `results`).
+  3. Put the marker pair in BENCHMARKS.md, its BEGIN text naming `bench.py
+     report scenarios/NAME.toml`, and point the "Reproduce" lines
+     (BENCHMARKS.md's, docs/'s) at `bench.py run`. Check: `bench.py report --all --check`
+     is clean, `bench.py run --dry-run` prints the commands meant, and the
+     section is in tests/test_bench.py's PORTED.
 """
 
 from __future__ import annotations
