@@ -20,6 +20,11 @@ pub mod routes;
 pub mod stats;
 pub mod work;
 
+/// The tests' HTTP client (shared with the CLI tests and the load example).
+#[cfg(test)]
+#[path = "../../tests/common/http.rs"]
+mod test_http;
+
 use crate::search_target::Target;
 use admission::Admission;
 use limits::Limits;

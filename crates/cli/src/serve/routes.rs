@@ -253,3 +253,7 @@ fn answer_json(a: &Answer) -> (Vec<u8>, Option<(String, usize, String)>) {
     });
     (serde_json::to_vec(&body).unwrap_or_default(), note)
 }
+
+#[cfg(test)]
+#[path = "routes_tests.rs"]
+mod tests;
