@@ -104,7 +104,7 @@ pub fn run(a: Args) -> Result<()> {
 /// (k, list size, threads and their I/O buffers): refused here, at start,
 /// rather than as a 500 on the first such request.
 fn check_plan(target: &dyn Target, plan: &Plan, limits: &crate::serve::limits::Limits) -> Result<()> {
-    let k = limits.max_k.min(target.len()).max(1);
+    let k = limits.max_k.min(target.max_k()).max(1);
     let params = stratavec::SearchParams {
         k,
         complexity: plan.params.complexity.max(k),

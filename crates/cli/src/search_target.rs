@@ -45,6 +45,10 @@ pub trait Target: Send + Sync {
     fn segment_count(&self) -> usize;
     /// A collection's partition ("range", "kmeans"); `None` for an index.
     fn partition(&self) -> Option<String>;
+    /// The largest k a search can ask: the vectors held, and for a
+    /// collection those of its smallest segment (each segment it searches
+    /// is asked for k of its own).
+    fn max_k(&self) -> usize;
     /// `queries` searched with the ids a user knows (unlike [`Target::search`],
     /// whose collection answer must be row numbers to be measured).
     fn answer(
@@ -114,6 +118,9 @@ impl Target for Index {
     }
     fn partition(&self) -> Option<String> {
         None
+    }
+    fn max_k(&self) -> usize {
+        self.len()
     }
     fn answer(
         &self,
@@ -198,6 +205,9 @@ impl Target for Collection {
     }
     fn partition(&self) -> Option<String> {
         Some(self.manifest.partition.to_string())
+    }
+    fn max_k(&self) -> usize {
+        self.segments().iter().map(|s| s.len()).min().unwrap_or(0)
     }
     fn answer(
         &self,

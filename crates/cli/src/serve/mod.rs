@@ -58,6 +58,7 @@ impl App {
             kind: target.kind(),
             dim: target.dim(),
             n: target.len(),
+            max_k: target.max_k(),
             segments: target.partition().map(|_| target.segment_count()),
             dtype: target.dtype(),
             default_complexity: plan.params.complexity,

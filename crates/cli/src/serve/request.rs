@@ -31,8 +31,11 @@ pub struct Shape {
     /// "index" or "collection", as messages name it.
     pub kind: &'static str,
     pub dim: usize,
-    /// Vectors held: k is at most this.
+    /// Vectors held.
     pub n: usize,
+    /// The largest k the target can search (`Target::max_k`): `n`, or a
+    /// collection's smallest segment.
+    pub max_k: usize,
     /// A collection's segments (`probe` is in 1..=segments); `None` for an
     /// index, which refuses `probe`.
     pub segments: Option<usize>,
@@ -406,11 +409,13 @@ fn options(
     shape: &Shape,
     limits: &Limits,
 ) -> Result<(usize, Option<usize>, Option<usize>), ApiError> {
-    let kmax = shape.n.min(limits.max_k);
-    let why = format!(
-        "at most the {}'s {} vectors and the server's max_k {}",
-        shape.kind, shape.n, limits.max_k
-    );
+    let kmax = shape.max_k.min(limits.max_k);
+    let held = if shape.max_k == shape.n {
+        format!("the {}'s {} vectors", shape.kind, shape.n)
+    } else {
+        format!("the {} vectors of the {}'s smallest segment", shape.max_k, shape.kind)
+    };
+    let why = format!("at most {held} and the server's max_k {}", limits.max_k);
     let default_k = Value::from(DEFAULT_K);
     let k = int_field("k", k.unwrap_or(&default_k), kmax, &why)?;
     let complexity = complexity

@@ -42,6 +42,9 @@ impl Target for Fake {
     fn partition(&self) -> Option<String> {
         None
     }
+    fn max_k(&self) -> usize {
+        100
+    }
     fn answer(&self, queries: &[f32], dim: usize, p: &SearchParams, _: Option<&Probe>) -> anyhow::Result<Answer> {
         std::thread::sleep(self.delay);
         let nq = queries.len() / dim;
