@@ -52,7 +52,10 @@ fn opts() -> Opts {
         bin: exe.parent().unwrap().parent().unwrap().join("stratavec"),
     };
     while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| panic!("{a}: expected a value"));
+        let mut val = || {
+            args.next()
+                .unwrap_or_else(|| panic!("{a}: expected a value"))
+        };
         match a.as_str() {
             "--requests" => o.requests = val().parse().unwrap(),
             "--clients" => o.clients = val().parse().unwrap(),
@@ -63,7 +66,11 @@ fn opts() -> Opts {
             _ => pos.push(a),
         }
     }
-    assert_eq!(pos.len(), 2, "usage: serve_load INDEX_DIR QUERIES [options]");
+    assert_eq!(
+        pos.len(),
+        2,
+        "usage: serve_load INDEX_DIR QUERIES [options]"
+    );
     o.index = PathBuf::from(&pos[0]);
     o.queries = PathBuf::from(&pos[1]);
     o
@@ -76,7 +83,10 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 fn summary(name: &str, mut us: Vec<f64>) -> (f64, f64) {
     us.sort_by(f64::total_cmp);
     let (p50, p99) = (pct(&us, 0.5), pct(&us, 0.99));
-    println!("{name:<34} p50 {p50:>8.1} us   p99 {p99:>8.1} us   ({} samples)", us.len());
+    println!(
+        "{name:<34} p50 {p50:>8.1} us   p99 {p99:>8.1} us   ({} samples)",
+        us.len()
+    );
     (p50, p99)
 }
 
@@ -95,13 +105,26 @@ fn main() {
     let mut child = Command::new(&o.bin)
         .arg("serve")
         .arg(&o.index)
-        .args(["--port", "0", "--quiet", "--threads", &o.threads.to_string()])
+        .args([
+            "--port",
+            "0",
+            "--quiet",
+            "--threads",
+            &o.threads.to_string(),
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{}: {e}", o.bin.display()));
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|r| r.split(' ').next()).unwrap().to_string();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .to_string();
     println!("{}", line.trim());
 
     // (1) One client: HTTP and in process, query by query, alternating.
@@ -113,13 +136,22 @@ fn main() {
             let t = Instant::now();
             let res = index.search_batch(row, dim, &params).unwrap();
             let local_us = t.elapsed().as_secs_f64() * 1e6;
-            let body = serde_json::to_vec(&serde_json::json!({"vector": row, "k": o.k, "complexity": o.complexity})).unwrap();
+            let body = serde_json::to_vec(
+                &serde_json::json!({"vector": row, "k": o.k, "complexity": o.complexity}),
+            )
+            .unwrap();
             let t = Instant::now();
-            let r = conn.request("POST", "/search", Some("application/json"), &body).unwrap();
+            let r = conn
+                .request("POST", "/search", Some("application/json"), &body)
+                .unwrap();
             let web_us = t.elapsed().as_secs_f64() * 1e6;
             assert_eq!(r.status, 200, "{}", r.error());
             let ids: Vec<Vec<i64>> = serde_json::from_value(r.json()["ids"].clone()).unwrap();
-            assert_eq!(ids[0], index.result_ids(&res.ids), "HTTP and in-process answers differ");
+            assert_eq!(
+                ids[0],
+                index.result_ids(&res.ids),
+                "HTTP and in-process answers differ"
+            );
             if round > 0 {
                 // Round 0 warms both (page cache, readers, connection).
                 web.push(web_us);
@@ -128,7 +160,10 @@ fn main() {
             }
         }
     }
-    println!("one client, {} queries x {rounds}, k {} L {}:", nq, o.k, o.complexity);
+    println!(
+        "one client, {} queries x {rounds}, k {} L {}:",
+        nq, o.k, o.complexity
+    );
     summary("  in-process search (1 query)", local);
     summary("  HTTP round trip (1 vector, JSON)", web);
     summary("  overhead (HTTP - in-process)", diff);
@@ -145,7 +180,10 @@ fn main() {
                 let (mut lat, mut errors) = (Vec::with_capacity(per), 0usize);
                 for i in 0..per {
                     let row = &q[((c * per + i) % nq) * dim..][..dim];
-                    let body = serde_json::to_vec(&serde_json::json!({"vector": row, "k": k, "complexity": l})).unwrap();
+                    let body = serde_json::to_vec(
+                        &serde_json::json!({"vector": row, "k": k, "complexity": l}),
+                    )
+                    .unwrap();
                     let t = Instant::now();
                     match conn.request("POST", "/search", Some("application/json"), &body) {
                         Ok(r) if r.status == 200 => lat.push(t.elapsed().as_secs_f64() * 1e6),
@@ -180,7 +218,9 @@ fn main() {
     summary("  HTTP round trip under load", lat);
     let stats = http::get(&addr, "/stats").json();
     println!("server: {}", stats["server"]);
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
     let deadline = Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

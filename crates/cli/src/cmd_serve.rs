@@ -65,7 +65,10 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let limits = a.bounds.limits()?;
     if !(a.grace_s.is_finite() && a.grace_s >= 0.0) {
-        anyhow::bail!("--grace-s: expected a number of seconds >= 0, found {}", a.grace_s);
+        anyhow::bail!(
+            "--grace-s: expected a number of seconds >= 0, found {}",
+            a.grace_s
+        );
     }
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     if threads == 0 {
@@ -103,7 +106,11 @@ pub fn run(a: Args) -> Result<()> {
 /// The largest request the bounds admit must be one the target can search
 /// (k, list size, threads and their I/O buffers): refused here, at start,
 /// rather than as a 500 on the first such request.
-fn check_plan(target: &dyn Target, plan: &Plan, limits: &crate::serve::limits::Limits) -> Result<()> {
+fn check_plan(
+    target: &dyn Target,
+    plan: &Plan,
+    limits: &crate::serve::limits::Limits,
+) -> Result<()> {
     let k = limits.max_k.min(target.max_k()).max(1);
     let params = stratavec::SearchParams {
         k,

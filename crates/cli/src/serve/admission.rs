@@ -84,7 +84,10 @@ impl Admission {
                     self.running()
                 )));
             }
-            match self.waiting.compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .waiting
+                .compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => return Ok(Place(&self.waiting)),
                 Err(seen) => now = seen,
             }
@@ -104,14 +107,18 @@ mod tests {
         assert_eq!((a.running(), a.waiting()), (1, 0));
         // The second waits in the queue...
         let a2 = a.clone();
-        let second = tokio::spawn(async move { a2.admit(far, Duration::from_secs(60)).await.map(|_| ()) });
+        let second =
+            tokio::spawn(async move { a2.admit(far, Duration::from_secs(60)).await.map(|_| ()) });
         while a.waiting() == 0 {
             tokio::task::yield_now().await;
         }
         // ...so the third finds it full.
         let e = a.admit(far, Duration::from_secs(60)).await.unwrap_err();
         assert_eq!(e.status.as_u16(), 503);
-        assert_eq!(e.message, "server busy: 1 searches running and 1 waiting (max_queue); retry later");
+        assert_eq!(
+            e.message,
+            "server busy: 1 searches running and 1 waiting (max_queue); retry later"
+        );
         drop(first);
         second.await.unwrap().unwrap();
         assert_eq!((a.running(), a.waiting()), (0, 0));
@@ -125,7 +132,12 @@ mod tests {
         let soon = Instant::now() + Duration::from_millis(20);
         let e = a.admit(soon, Duration::from_millis(20)).await.unwrap_err();
         assert_eq!(e.status.as_u16(), 504);
-        assert!(e.message.starts_with("search: did not finish within 0.02 s (search_timeout_s)"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("search: did not finish within 0.02 s (search_timeout_s)"),
+            "{}",
+            e.message
+        );
         assert_eq!(a.waiting(), 0);
     }
 }

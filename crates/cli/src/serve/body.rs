@@ -46,7 +46,9 @@ pub async fn read_body(
         let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
         match tokio::time::timeout_at(deadline, frame).await {
             Err(_) => {
-                let of = declared.map_or("a body of no declared length".to_string(), |n| n.to_string());
+                let of = declared.map_or("a body of no declared length".to_string(), |n| {
+                    n.to_string()
+                });
                 let s = secs(limits.body_timeout);
                 return Err(ApiError::slow_body(format!(
                     "body: expected the whole body within {s} s (body_timeout_s), found {} bytes of {of} after {s} s",

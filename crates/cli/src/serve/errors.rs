@@ -154,10 +154,7 @@ pub fn new_id() -> String {
     static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{:016x}",
-        KEYS.get_or_init(RandomState::new).hash_one(n)
-    )
+    format!("{:016x}", KEYS.get_or_init(RandomState::new).hash_one(n))
 }
 
 #[cfg(test)]
@@ -168,7 +165,10 @@ mod tests {
     fn ids_differ_and_are_16_hex_digits() {
         let (a, b) = (new_id(), new_id());
         assert_ne!(a, b);
-        assert!(a.len() == 16 && a.chars().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert!(
+            a.len() == 16 && a.chars().all(|c| c.is_ascii_hexdigit()),
+            "{a}"
+        );
     }
 
     #[test]

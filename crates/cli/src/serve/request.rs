@@ -58,7 +58,9 @@ impl SearchRequest {
     /// The list size the search runs at: the request's or the default,
     /// raised to k (as the engine's parameter parsing does).
     pub fn complexity_used(&self, shape: &Shape) -> usize {
-        self.complexity.unwrap_or(shape.default_complexity).max(self.k)
+        self.complexity
+            .unwrap_or(shape.default_complexity)
+            .max(self.k)
     }
 }
 
@@ -74,9 +76,13 @@ pub enum Media {
 /// send `application/json` so).
 pub fn media(content_type: Option<&HeaderValue>) -> Result<Media, ApiError> {
     let raw = content_type.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let essence = raw
-        .as_deref()
-        .map(|t| t.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    let essence = raw.as_deref().map(|t| {
+        t.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    });
     match essence.as_deref() {
         Some("application/json") => Ok(Media::Json),
         Some(t) if t.starts_with("application/") && t.ends_with("+json") => Ok(Media::Json),
@@ -202,7 +208,13 @@ fn parse_binary(
         }
     };
     let (k, complexity, probe) = (param("k")?, param("complexity")?, param("probe")?);
-    let (k, complexity, probe) = options(k.as_ref(), complexity.as_ref(), probe.as_ref(), shape, limits)?;
+    let (k, complexity, probe) = options(
+        k.as_ref(),
+        complexity.as_ref(),
+        probe.as_ref(),
+        shape,
+        limits,
+    )?;
     Ok(SearchRequest {
         queries,
         nq,
@@ -249,7 +261,10 @@ fn parse_json(
             type_name(&doc)
         )));
     };
-    let mut unknown: Vec<&String> = doc.keys().filter(|k| !JSON_FIELDS.contains(&k.as_str())).collect();
+    let mut unknown: Vec<&String> = doc
+        .keys()
+        .filter(|k| !JSON_FIELDS.contains(&k.as_str()))
+        .collect();
     unknown.sort();
     if let Some(name) = unknown.first() {
         return Err(ApiError::bad(format!(
@@ -413,13 +428,23 @@ fn options(
     let held = if shape.max_k == shape.n {
         format!("the {}'s {} vectors", shape.kind, shape.n)
     } else {
-        format!("the {} vectors of the {}'s smallest segment", shape.max_k, shape.kind)
+        format!(
+            "the {} vectors of the {}'s smallest segment",
+            shape.max_k, shape.kind
+        )
     };
     let why = format!("at most {held} and the server's max_k {}", limits.max_k);
     let default_k = Value::from(DEFAULT_K);
     let k = int_field("k", k.unwrap_or(&default_k), kmax, &why)?;
     let complexity = complexity
-        .map(|c| int_field("complexity", c, limits.max_complexity, "the search list size"))
+        .map(|c| {
+            int_field(
+                "complexity",
+                c,
+                limits.max_complexity,
+                "the search list size",
+            )
+        })
         .transpose()?;
     let probe = match (probe, shape.segments) {
         (None, _) => None,

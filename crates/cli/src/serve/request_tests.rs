@@ -44,18 +44,35 @@ fn json_body(v: serde_json::Value) -> Vec<u8> {
 #[test]
 fn json_and_binary_requests_parse() {
     let s = collection();
-    let body = json_body(json!({"vectors": [[1, 2, 3, 4], [0, 0, 0, 0.5]], "k": 5, "complexity": 40, "probe": 2}));
+    let body = json_body(
+        json!({"vectors": [[1, 2, 3, 4], [0, 0, 0, 0.5]], "k": 5, "complexity": 40, "probe": 2}),
+    );
     let r = parse(&s, Media::Json, &body, "").unwrap();
-    assert_eq!((r.nq, r.k, r.complexity, r.probe), (2, 5, Some(40), Some(2)));
+    assert_eq!(
+        (r.nq, r.k, r.complexity, r.probe),
+        (2, 5, Some(40), Some(2))
+    );
     assert_eq!(r.queries, [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.5]);
-    let r = parse(&s, Media::Json, &json_body(json!({"vector": [1, 2, 3, 4], "k": 3.0})), "").unwrap();
+    let r = parse(
+        &s,
+        Media::Json,
+        &json_body(json!({"vector": [1, 2, 3, 4], "k": 3.0})),
+        "",
+    )
+    .unwrap();
     assert_eq!((r.nq, r.k, r.complexity, r.probe), (1, 3, None, None));
     let rows: Vec<u8> = (0..12).flat_map(|i| (i as f32).to_le_bytes()).collect();
     let r = parse(&s, Media::Binary, &rows, "k=3&probe=1").unwrap();
     assert_eq!((r.nq, r.k, r.probe), (3, 3, Some(1)));
     assert_eq!(r.queries[11], 11.0);
     // Nulls are absent options; the default k is 10.
-    let r = parse(&s, Media::Json, &json_body(json!({"vector": [1, 2, 3, 4], "complexity": null})), "").unwrap();
+    let r = parse(
+        &s,
+        Media::Json,
+        &json_body(json!({"vector": [1, 2, 3, 4], "complexity": null})),
+        "",
+    )
+    .unwrap();
     assert_eq!((r.k, r.complexity), (10, None));
     assert_eq!(r.complexity_used(&s), 64);
 }
@@ -138,12 +155,16 @@ fn refused_cases() -> Vec<Case> {
 #[test]
 fn every_refused_case_gets_its_status_and_message() {
     let mut failures = vec![];
-    for (n, (shape, media, body, query, status, message)) in refused_cases().into_iter().enumerate() {
+    for (n, (shape, media, body, query, status, message)) in refused_cases().into_iter().enumerate()
+    {
         match parse(&shape, media, &body, query) {
             Ok(r) => failures.push(format!("case {n}: accepted as {r:?}")),
-            Err(e) if e.status.as_u16() != status || !e.message.contains(message) => failures.push(
-                format!("case {n}: {} {:?}, expected {status} with {message:?}", e.status, e.message),
-            ),
+            Err(e) if e.status.as_u16() != status || !e.message.contains(message) => {
+                failures.push(format!(
+                    "case {n}: {} {:?}, expected {status} with {message:?}",
+                    e.status, e.message
+                ))
+            }
             Err(_) => {}
         }
     }
@@ -162,21 +183,49 @@ fn each_bound_is_refused_with_its_message() {
     let rows = |n: usize| json_body(json!({"vectors": vec![[0, 0, 0, 1]; n], "k": 1}));
     let p = |body: &[u8], q: Option<&str>, m| parse_search(m, body, q, &s, &small);
     let e = p(&rows(4), None, Media::Json).unwrap_err();
-    assert_eq!((e.status.as_u16(), e.message.as_str()),
-        (413, "vectors: expected at most 3 queries a request (max_queries), found 4"));
-    let e = p(&vec![0; 16 * 4], None, Media::Binary).unwrap_err();
-    assert_eq!(e.message, "body: expected at most 3 queries a request (max_queries), found 4");
-    let e = p(&json_body(json!({"vectors": vec![[0, 0, 0, 1]; 3], "k": 7})), None, Media::Json).unwrap_err();
-    assert_eq!((e.status.as_u16(), e.message.as_str()),
-        (413, "k × queries: expected at most 20 (max_results), found 21 (k=7 × 3 queries)"));
-    let e = p(&vec![0; 16 * 3], Some("k=1&complexity=200"), Media::Binary).unwrap_err();
+    assert_eq!(
+        (e.status.as_u16(), e.message.as_str()),
+        (
+            413,
+            "vectors: expected at most 3 queries a request (max_queries), found 4"
+        )
+    );
+    let e = p(&[0; 16 * 4], None, Media::Binary).unwrap_err();
+    assert_eq!(
+        e.message,
+        "body: expected at most 3 queries a request (max_queries), found 4"
+    );
+    let e = p(
+        &json_body(json!({"vectors": vec![[0, 0, 0, 1]; 3], "k": 7})),
+        None,
+        Media::Json,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.status.as_u16(), e.message.as_str()),
+        (
+            413,
+            "k × queries: expected at most 20 (max_results), found 21 (k=7 × 3 queries)"
+        )
+    );
+    let e = p(&[0; 16 * 3], Some("k=1&complexity=200"), Media::Binary).unwrap_err();
     assert_eq!((e.status.as_u16(), e.message.as_str()),
         (413, "complexity × queries: expected at most 500 (max_work), found 600 (complexity=200 × 3 queries)"));
     // The default list size counts too: 64 x 3 = 192 is within 500, 64 x 3 at k 1.
     assert!(p(&rows(3), None, Media::Json).is_ok());
-    let e = p(&json_body(json!({"vector": [0, 0, 0, 1], "complexity": 10001})), None, Media::Json).unwrap_err();
+    let e = p(
+        &json_body(json!({"vector": [0, 0, 0, 1], "complexity": 10001})),
+        None,
+        Media::Json,
+    )
+    .unwrap_err();
     assert_eq!(e.status.as_u16(), 400);
-    assert!(e.message.starts_with("complexity: expected an integer in 1..10000"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("complexity: expected an integer in 1..10000"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -207,15 +256,23 @@ fn any_json() -> impl Strategy<Value = serde_json::Value> {
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(serde_json::Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(serde_json::Value::from),
         "[a-z\"\\\\]{0,8}".prop_map(serde_json::Value::from),
     ];
     leaf.prop_recursive(40, 256, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(serde_json::Value::from),
             prop::collection::hash_map(
-                prop_oneof![Just("vectors".to_string()), Just("vector".to_string()), Just("k".to_string()),
-                            Just("complexity".to_string()), Just("probe".to_string()), "[a-z]{1,4}"],
+                prop_oneof![
+                    Just("vectors".to_string()),
+                    Just("vector".to_string()),
+                    Just("k".to_string()),
+                    Just("complexity".to_string()),
+                    Just("probe".to_string()),
+                    "[a-z]{1,4}"
+                ],
                 inner,
                 0..5
             )

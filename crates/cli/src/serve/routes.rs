@@ -45,7 +45,13 @@ struct Note {
 }
 
 /// Counts, logs and returns the answer (or the error's).
-fn finish(app: &App, method: &Method, path: &str, t0: Instant, out: Result<(Response, Note), ApiError>) -> Response {
+fn finish(
+    app: &App,
+    method: &Method,
+    path: &str,
+    t0: Instant,
+    out: Result<(Response, Note), ApiError>,
+) -> Response {
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     match out {
         Ok((r, note)) => {
@@ -55,7 +61,9 @@ fn finish(app: &App, method: &Method, path: &str, t0: Instant, out: Result<(Resp
                     "{method} {path} {} {ms:.1} ms id={id} {n} queries failed, first: {first}",
                     r.status().as_u16()
                 ),
-                None if !app.quiet => eprintln!("{method} {path} {} {ms:.1} ms", r.status().as_u16()),
+                None if !app.quiet => {
+                    eprintln!("{method} {path} {} {ms:.1} ms", r.status().as_u16())
+                }
                 None => {}
             }
             r
@@ -78,7 +86,10 @@ fn finish(app: &App, method: &Method, path: &str, t0: Instant, out: Result<(Resp
 fn only(method: &Method, want: Method, path: &str, allow: &'static str) -> Result<(), ApiError> {
     if *method != want {
         return Err(ApiError::method(
-            format!("{}: expected method {want}, found {method}", path.trim_end_matches('/')),
+            format!(
+                "{}: expected method {want}, found {method}",
+                path.trim_end_matches('/')
+            ),
             allow,
         ));
     }
@@ -116,7 +127,11 @@ async fn health(State(app): State<Arc<App>>, req: Request) -> Response {
         if draining {
             doc["reason"] = json!("shutting down");
         }
-        let status = if draining { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+        let status = if draining {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::OK
+        };
         (json_response(status, &doc), Note::default())
     });
     finish(&app, req.method(), &path, t0, out)
@@ -153,7 +168,11 @@ impl Drop for CancelOnDrop {
     }
 }
 
-async fn run_search(app: &Arc<App>, req: Request, t0: Instant) -> Result<(Response, Note), ApiError> {
+async fn run_search(
+    app: &Arc<App>,
+    req: Request,
+    t0: Instant,
+) -> Result<(Response, Note), ApiError> {
     let (parts, body) = req.into_parts();
     let media = media(parts.headers.get(axum::http::header::CONTENT_TYPE))?;
     let bytes = read_body(body, &parts.headers, &app.limits, t0).await?;
@@ -163,13 +182,18 @@ async fn run_search(app: &Arc<App>, req: Request, t0: Instant) -> Result<(Respon
         parse_search(media, &bytes, query.as_deref(), &app.shape, &app.limits)
     } else {
         let a = app.clone();
-        tokio::task::spawn_blocking(move || parse_search(media, &bytes, query.as_deref(), &a.shape, &a.limits))
-            .await
-            .map_err(|e| ApiError::internal(format!("request parser panicked: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            parse_search(media, &bytes, query.as_deref(), &a.shape, &a.limits)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("request parser panicked: {e}")))?
     };
     let req = parsed?;
     let deadline = Instant::now() + app.limits.search_timeout;
-    let permit = app.admission.admit(deadline, app.limits.search_timeout).await?;
+    let permit = app
+        .admission
+        .admit(deadline, app.limits.search_timeout)
+        .await?;
     let cancel = Arc::new(AtomicBool::new(false));
     let _guard = CancelOnDrop(cancel.clone());
     let nq = req.nq;
@@ -203,7 +227,12 @@ async fn run_search(app: &Arc<App>, req: Request, t0: Instant) -> Result<(Respon
     }
 }
 
-fn job_of(app: &App, req: SearchRequest, cancel: Arc<AtomicBool>, deadline: std::time::Instant) -> Job {
+fn job_of(
+    app: &App,
+    req: SearchRequest,
+    cancel: Arc<AtomicBool>,
+    deadline: std::time::Instant,
+) -> Job {
     let complexity = req.complexity_used(&app.shape);
     Job {
         dim: app.shape.dim,
@@ -237,7 +266,9 @@ fn answer_json(a: &Answer) -> (Vec<u8>, Option<(String, usize, String)>) {
     let k = a.k.max(1);
     let failed = a.errors.iter().filter(|e| e.is_some()).count();
     let id = (failed > 0).then(new_id);
-    let message = id.as_ref().map(|id| format!("this query's search failed (id {id})"));
+    let message = id
+        .as_ref()
+        .map(|id| format!("this query's search failed (id {id})"));
     let body = Body {
         ids: a.ids.chunks(k).collect(),
         distances: a
@@ -245,10 +276,18 @@ fn answer_json(a: &Answer) -> (Vec<u8>, Option<(String, usize, String)>) {
             .chunks(k)
             .map(|r| r.iter().map(|&d| d.is_finite().then_some(d)).collect())
             .collect(),
-        errors: message.as_deref().map(|m| a.errors.iter().map(|e| e.as_ref().map(|_| m)).collect()),
+        errors: message
+            .as_deref()
+            .map(|m| a.errors.iter().map(|e| e.as_ref().map(|_| m)).collect()),
     };
     let note = id.map(|id| {
-        let first = a.errors.iter().flatten().next().cloned().unwrap_or_default();
+        let first = a
+            .errors
+            .iter()
+            .flatten()
+            .next()
+            .cloned()
+            .unwrap_or_default();
         (id, failed, first)
     });
     (serde_json::to_vec(&body).unwrap_or_default(), note)

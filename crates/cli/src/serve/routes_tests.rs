@@ -4,12 +4,12 @@
 //! id and no details, the deadline (504) and the queue (503) — and that the
 //! server answers normally after each.
 
+use crate::search_target::{Answer, Target};
 use crate::serve::limits::Limits;
 use crate::serve::routes::router;
 use crate::serve::test_http as http;
 use crate::serve::work::Plan;
 use crate::serve::{listen, App};
-use crate::search_target::{Answer, Target};
 use http::{get, post_json};
 use serde_json::json;
 use std::sync::Arc;
@@ -45,7 +45,13 @@ impl Target for Fake {
     fn max_k(&self) -> usize {
         100
     }
-    fn answer(&self, queries: &[f32], dim: usize, p: &SearchParams, _: Option<&Probe>) -> anyhow::Result<Answer> {
+    fn answer(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        p: &SearchParams,
+        _: Option<&Probe>,
+    ) -> anyhow::Result<Answer> {
         std::thread::sleep(self.delay);
         let nq = queries.len() / dim;
         let mut a = Answer {
@@ -61,7 +67,8 @@ impl Target for Fake {
                 a.ids.push(if failed { -1 } else { q[0] as i64 + j as i64 });
                 a.dists.push(if failed { f32::INFINITY } else { j as f32 });
             }
-            a.errors.push(failed.then(|| "read /secret/path/pages.bin: EIO".to_string()));
+            a.errors
+                .push(failed.then(|| "read /secret/path/pages.bin: EIO".to_string()));
         }
         a.segment_queries = vec![];
         assert_eq!(a.errors.len(), nq);
@@ -94,7 +101,13 @@ impl Target for Fake {
     fn check_search(&self, _: &SearchParams, _: usize) -> anyhow::Result<()> {
         Ok(())
     }
-    fn search(&self, _: &[f32], _: usize, _: &SearchParams, _: Option<&Probe>) -> anyhow::Result<(BatchResult, Option<f64>)> {
+    fn search(
+        &self,
+        _: &[f32],
+        _: usize,
+        _: &SearchParams,
+        _: Option<&Probe>,
+    ) -> anyhow::Result<(BatchResult, Option<f64>)> {
         anyhow::bail!("not used by the server")
     }
     fn result_ids(&self, rows: &[u32]) -> Vec<i64> {
@@ -109,7 +122,12 @@ impl Target for Fake {
 /// its own; dropped with the test process.
 fn start(delay: Duration, limits: Limits) -> (String, Arc<App>) {
     let target: Arc<dyn Target> = Arc::new(Fake { delay });
-    let plan = Plan::new(target.search_defaults(&Switches::default()), 2, limits.max_concurrent, Duration::ZERO);
+    let plan = Plan::new(
+        target.search_defaults(&Switches::default()),
+        2,
+        limits.max_concurrent,
+        Duration::ZERO,
+    );
     let app = Arc::new(App::new(target, limits, plan, true));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -122,7 +140,12 @@ fn start(delay: Duration, limits: Limits) -> (String, Arc<App>) {
     let addr = listener.local_addr().unwrap().to_string();
     let r = router(app.clone());
     std::thread::spawn(move || {
-        rt.block_on(listen::serve(listener, r, Duration::from_secs(5), std::future::pending()))
+        rt.block_on(listen::serve(
+            listener,
+            r,
+            Duration::from_secs(5),
+            std::future::pending(),
+        ))
     });
     (addr, app)
 }
@@ -136,14 +159,21 @@ fn still_serving(addr: &str) {
 #[test]
 fn a_failed_query_is_a_row_of_blanks_and_a_message_with_an_id() {
     let (addr, _) = start(Duration::ZERO, Limits::default());
-    let r = post_json(&addr, "/search", &json!({"vectors": [[5, 0, 0, 0], [-1, 0, 0, 0]], "k": 2}));
+    let r = post_json(
+        &addr,
+        "/search",
+        &json!({"vectors": [[5, 0, 0, 0], [-1, 0, 0, 0]], "k": 2}),
+    );
     assert_eq!(r.status, 200);
     let doc = r.json();
     assert_eq!(doc["ids"], json!([[5, 6], [-1, -1]]));
     assert_eq!(doc["distances"], json!([[0.0, 1.0], [null, null]]));
     assert_eq!(doc["errors"][0], json!(null));
     let e = doc["errors"][1].as_str().unwrap();
-    assert!(e.starts_with("this query's search failed (id ") && !e.contains("secret"), "{e}");
+    assert!(
+        e.starts_with("this query's search failed (id ") && !e.contains("secret"),
+        "{e}"
+    );
     // No "errors" when every query succeeded.
     let doc = post_json(&addr, "/search", &json!({"vector": [5, 0, 0, 0], "k": 2})).json();
     assert!(doc.get("errors").is_none(), "{doc}");
@@ -175,14 +205,20 @@ fn a_search_past_its_deadline_is_a_504_and_stops() {
     let rows = vec![[1, 0, 0, 0]; 640];
     let r = post_json(&addr, "/search", &json!({"vectors": rows, "k": 1}));
     assert_eq!(r.status, 504);
-    assert_eq!(r.error(), "search: did not finish within 0.3 s (search_timeout_s); its work was cancelled");
+    assert_eq!(
+        r.error(),
+        "search: did not finish within 0.3 s (search_timeout_s); its work was cancelled"
+    );
     assert!(r.json()["id"].is_string());
     // The work stopped at its next chunk: at most a few chunks ran.
     std::thread::sleep(Duration::from_millis(200));
     let stats = get(&addr, "/stats").json();
     assert_eq!(stats["server"]["rejected"]["deadline"], json!(1));
     let searched = stats["index"]["queries"].as_u64().unwrap();
-    assert!(searched <= 4 * 64, "{searched} queries searched after the deadline");
+    assert!(
+        searched <= 4 * 64,
+        "{searched} queries searched after the deadline"
+    );
     assert_eq!(app.admission.running(), 0);
     still_serving(&addr);
 }
@@ -195,7 +231,9 @@ fn a_full_queue_is_a_503_with_retry_after() {
         ..Limits::default()
     };
     let (addr, app) = start(Duration::from_millis(400), limits);
-    let slow = |addr: String| std::thread::spawn(move || post_json(&addr, "/search", &json!({"vector": [1, 0, 0, 0]})));
+    let slow = |addr: String| {
+        std::thread::spawn(move || post_json(&addr, "/search", &json!({"vector": [1, 0, 0, 0]})))
+    };
     let running = slow(addr.clone());
     while app.admission.running() == 0 {
         std::thread::sleep(Duration::from_millis(5));
@@ -207,7 +245,10 @@ fn a_full_queue_is_a_503_with_retry_after() {
     let r = post_json(&addr, "/search", &json!({"vector": [1, 0, 0, 0]}));
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("1"));
-    assert_eq!(r.error(), "server busy: 1 searches running and 1 waiting (max_queue); retry later");
+    assert_eq!(
+        r.error(),
+        "server busy: 1 searches running and 1 waiting (max_queue); retry later"
+    );
     assert_eq!(running.join().unwrap().status, 200);
     assert_eq!(waiting.join().unwrap().status, 200);
     let stats = get(&addr, "/stats").json();
@@ -219,17 +260,39 @@ fn a_full_queue_is_a_503_with_retry_after() {
 fn routes_methods_and_health() {
     let (addr, _) = start(Duration::ZERO, Limits::default());
     let r = get(&addr, "/nowhere");
-    assert_eq!((r.status, r.error().as_str()), (404, "path /nowhere: expected POST /search, GET /health or GET /stats"));
+    assert_eq!(
+        (r.status, r.error().as_str()),
+        (
+            404,
+            "path /nowhere: expected POST /search, GET /health or GET /stats"
+        )
+    );
     let r = get(&addr, "/search");
-    assert_eq!((r.status, r.error().as_str()), (405, "/search: expected method POST, found GET"));
+    assert_eq!(
+        (r.status, r.error().as_str()),
+        (405, "/search: expected method POST, found GET")
+    );
     assert_eq!(r.header("allow"), Some("POST"));
     let r = http::request(&addr, "POST", "/health", Some("application/json"), b"{}");
     assert_eq!((r.status, r.header("allow")), (405, Some("GET")));
     let doc = get(&addr, "/health/").json();
     assert_eq!(doc["status"], "ok");
-    assert_eq!((doc["n"].as_u64(), doc["dim"].as_u64(), doc["segments"].as_u64()), (Some(100), Some(4), Some(1)));
+    assert_eq!(
+        (
+            doc["n"].as_u64(),
+            doc["dim"].as_u64(),
+            doc["segments"].as_u64()
+        ),
+        (Some(100), Some(4), Some(1))
+    );
     assert_eq!(doc["metric"], "l2");
-    let r = http::request(&addr, "POST", "/search/", Some("text/plain"), b"{\"vector\": [1, 0, 0, 0]}");
+    let r = http::request(
+        &addr,
+        "POST",
+        "/search/",
+        Some("text/plain"),
+        b"{\"vector\": [1, 0, 0, 0]}",
+    );
     assert_eq!(r.status, 415);
     still_serving(&addr);
 }

@@ -42,7 +42,12 @@ impl Plan {
     /// case) gain nothing from more threads, and a big one cannot take
     /// every core from the small ones. `--max-concurrent 1 --threads N`
     /// gives one search at a time all N.
-    pub fn new(params: SearchParams, threads: usize, max_concurrent: usize, chunk_delay: Duration) -> Plan {
+    pub fn new(
+        params: SearchParams,
+        threads: usize,
+        max_concurrent: usize,
+        chunk_delay: Duration,
+    ) -> Plan {
         let threads_per_search = (threads / max_concurrent.max(1)).max(1);
         let chunk = MIN_CHUNK.max(threads_per_search * params.in_flight.max(1));
         Plan {
@@ -76,7 +81,7 @@ pub struct Job {
 }
 
 pub enum Outcome {
-    Done(Answer),
+    Done(Box<Answer>),
     /// A flag or the deadline stopped it between chunks.
     Stopped,
     /// The engine refused the batch (not one query: the whole call).
@@ -121,7 +126,7 @@ pub fn run(target: &dyn Target, plan: &Plan, job: &Job, stats: &Stats) -> Outcom
             Err(e) => return Outcome::Failed(e),
         }
     }
-    Outcome::Done(out)
+    Outcome::Done(Box::new(out))
 }
 
 /// The test hook's wait, cut short when the search is stopped.
@@ -161,10 +166,16 @@ mod tests {
         };
         // The default: as many searches as threads, one thread each.
         let p = Plan::new(params.clone(), 8, 8, Duration::ZERO);
-        assert_eq!((p.threads_per_search, p.chunk, p.threads_for(1000)), (1, 64, 1));
+        assert_eq!(
+            (p.threads_per_search, p.chunk, p.threads_for(1000)),
+            (1, 64, 1)
+        );
         // One search at a time takes them all, a thread per 32 queries.
         let p = Plan::new(params, 8, 1, Duration::ZERO);
         assert_eq!((p.threads_per_search, p.chunk), (8, 256));
-        assert_eq!((p.threads_for(1), p.threads_for(64), p.threads_for(256)), (1, 2, 8));
+        assert_eq!(
+            (p.threads_for(1), p.threads_for(64), p.threads_for(256)),
+            (1, 2, 8)
+        );
     }
 }

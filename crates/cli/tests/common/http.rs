@@ -18,7 +18,11 @@ pub struct Reply {
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("{} answer is not JSON ({e}): {:?}", self.status, String::from_utf8_lossy(&self.body))
+            panic!(
+                "{} answer is not JSON ({e}): {:?}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 
@@ -31,7 +35,10 @@ impl Reply {
 
     /// The `"error"` message of an error answer.
     pub fn error(&self) -> String {
-        self.json()["error"].as_str().unwrap_or_default().to_string()
+        self.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 }
 
@@ -55,7 +62,13 @@ impl Conn {
     }
 
     /// Sends the request head (with Content-Length for `body`) and the body.
-    pub fn send(&mut self, method: &str, path: &str, ctype: Option<&str>, body: &[u8]) -> std::io::Result<()> {
+    pub fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        ctype: Option<&str>,
+        body: &[u8],
+    ) -> std::io::Result<()> {
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
         if let Some(t) = ctype {
             head += &format!("Content-Type: {t}\r\n");
@@ -105,10 +118,20 @@ impl Conn {
                 self.reader.read_to_end(&mut body)?;
             }
         }
-        Ok(Reply { status, headers, body })
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
     }
 
-    pub fn request(&mut self, method: &str, path: &str, ctype: Option<&str>, body: &[u8]) -> std::io::Result<Reply> {
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        ctype: Option<&str>,
+        body: &[u8],
+    ) -> std::io::Result<Reply> {
         self.send(method, path, ctype, body)?;
         self.read_reply()
     }
@@ -126,7 +149,13 @@ pub fn get(addr: &str, path: &str) -> Reply {
 }
 
 pub fn post_json(addr: &str, path: &str, doc: &serde_json::Value) -> Reply {
-    request(addr, "POST", path, Some("application/json"), &serde_json::to_vec(doc).unwrap())
+    request(
+        addr,
+        "POST",
+        path,
+        Some("application/json"),
+        &serde_json::to_vec(doc).unwrap(),
+    )
 }
 
 /// Queries as the little-endian float32 rows of a binary body.
