@@ -5,7 +5,8 @@
 //! ```text
 //! cargo build --release -p stratavec-cli --bin stratavec --example serve_load
 //! target/release/examples/serve_load INDEX_DIR QUERIES [--requests 10000]
-//!     [--clients 8] [--k 10] [--complexity 40] [--threads 2] [--bin PATH]
+//!     [--clients 8] [--k 10] [--complexity 40] [--threads 2] [--io auto]
+//!     [--bin PATH]
 //! ```
 //!
 //! It starts the `stratavec` binary beside it (or `--bin`) on 127.0.0.1 at
@@ -14,7 +15,9 @@
 //! one-vector request), alternating, with the ids compared; p50/p99 of both
 //! and of their per-query difference; (2) `--requests` one-vector requests
 //! over `--clients` kept-alive connections: throughput, p50/p99, errors.
-//! Every request goes to 127.0.0.1 only, bounded in count.
+//! Every request goes to 127.0.0.1 only, bounded in count. `--io ram`
+//! (both sides) measures the HTTP layer's CPU cost without device reads,
+//! which on a shared machine also leaves the disk alone.
 
 #[path = "../tests/common/http.rs"]
 mod http;
@@ -34,6 +37,7 @@ struct Opts {
     k: usize,
     complexity: usize,
     threads: usize,
+    io: String,
     bin: PathBuf,
 }
 
@@ -49,6 +53,7 @@ fn opts() -> Opts {
         k: 10,
         complexity: 40,
         threads: 2,
+        io: "auto".into(),
         bin: exe.parent().unwrap().parent().unwrap().join("stratavec"),
     };
     while let Some(a) = args.next() {
@@ -63,6 +68,7 @@ fn opts() -> Opts {
             "--complexity" => o.complexity = val().parse().unwrap(),
             "--threads" => o.threads = val().parse().unwrap(),
             "--bin" => o.bin = PathBuf::from(val()),
+            "--io" => o.io = val(),
             _ => pos.push(a),
         }
     }
@@ -95,7 +101,11 @@ fn main() {
     let file = stratavec::data::open(&o.queries).unwrap();
     let (dim, q) = (file.dim(), file.to_f32_vec());
     let nq = q.len() / dim;
-    let index = Index::open(&o.index, &OpenOptions::default()).unwrap();
+    let opts = OpenOptions {
+        io: o.io.parse().unwrap(),
+        ..OpenOptions::default()
+    };
+    let index = Index::open(&o.index, &opts).unwrap();
     let params = SearchParams {
         k: o.k,
         complexity: o.complexity.max(o.k),

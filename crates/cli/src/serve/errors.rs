@@ -84,6 +84,11 @@ impl ApiError {
         }
     }
 
+    /// 503 without Retry-After's promise: the server is stopping.
+    pub fn stopping(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+
     pub fn deadline(message: impl Into<String>) -> ApiError {
         ApiError {
             rejected: Some(Rejected::Deadline),
@@ -123,7 +128,7 @@ impl ApiError {
         if let Some(allow) = self.allow {
             h.insert(header::ALLOW, HeaderValue::from_static(allow));
         }
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        if self.rejected == Some(Rejected::QueueFull) {
             h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.close {

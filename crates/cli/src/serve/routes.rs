@@ -158,13 +158,29 @@ async fn search(State(app): State<Arc<App>>, req: Request) -> Response {
 }
 
 /// Sets the request's cancel flag when dropped: when the handler's future
-/// is dropped (the client went away) or returns (the deadline passed), the
-/// work behind it stops at its next chunk.
-struct CancelOnDrop(Arc<AtomicBool>);
+/// is dropped (the client closed its connection) or returns (the deadline
+/// passed), the work behind it stops at its next chunk. Dropped before the
+/// search ended, it counts and logs the request as abandoned (no answer is
+/// sent, so `finish` never sees it).
+struct CancelOnDrop {
+    cancel: Arc<AtomicBool>,
+    app: Arc<App>,
+    t0: Instant,
+    ended: bool,
+}
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+        self.cancel.store(true, Ordering::Release);
+        if !self.ended {
+            self.app.stats.abandoned();
+            if !self.app.quiet {
+                eprintln!(
+                    "POST /search abandoned by its client after {:.1} ms; its search stops at its next chunk",
+                    self.t0.elapsed().as_secs_f64() * 1e3
+                );
+            }
+        }
     }
 }
 
@@ -195,7 +211,12 @@ async fn run_search(
         .admit(deadline, app.limits.search_timeout)
         .await?;
     let cancel = Arc::new(AtomicBool::new(false));
-    let _guard = CancelOnDrop(cancel.clone());
+    let mut guard = CancelOnDrop {
+        cancel: cancel.clone(),
+        app: app.clone(),
+        t0,
+        ended: false,
+    };
     let nq = req.nq;
     let job = job_of(app, req, cancel, deadline.into_std());
     let a = app.clone();
@@ -216,7 +237,12 @@ async fn run_search(
             super::limits::secs(app.limits.search_timeout)
         ))
     };
-    match tokio::time::timeout_at(deadline, handle).await {
+    let ended = tokio::time::timeout_at(deadline, handle).await;
+    guard.ended = true;
+    match ended {
+        Ok(Ok(Ok(None))) if app.stop_all.load(Ordering::Acquire) => Err(ApiError::stopping(
+            "search: cancelled, the server is stopping (its grace period is over)",
+        )),
         Err(_) | Ok(Ok(Ok(None))) => Err(timeout()),
         Ok(Err(join)) => Err(ApiError::internal(format!("search panicked: {join}"))),
         Ok(Ok(Err(e))) => Err(ApiError::internal(format!("search failed: {e:#}"))),

@@ -224,6 +224,32 @@ fn a_search_past_its_deadline_is_a_504_and_stops() {
 }
 
 #[test]
+fn a_search_whose_client_left_stops() {
+    let (addr, app) = start(Duration::from_millis(100), Limits::default());
+    let body = serde_json::to_vec(&json!({"vectors": vec![[1, 0, 0, 0]; 640], "k": 1})).unwrap();
+    let mut c = http::Conn::open(&addr).unwrap();
+    c.send("POST", "/search", Some("application/json"), &body)
+        .unwrap();
+    while app.admission.running() == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(c);
+    let t0 = std::time::Instant::now();
+    while app.admission.running() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the search went on");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = get(&addr, "/stats").json();
+    assert_eq!(stats["server"]["abandoned"], json!(1));
+    let searched = stats["index"]["queries"].as_u64().unwrap();
+    assert!(
+        searched < 640,
+        "all {searched} queries searched for a client that left"
+    );
+    still_serving(&addr);
+}
+
+#[test]
 fn a_full_queue_is_a_503_with_retry_after() {
     let limits = Limits {
         max_concurrent: 1,

@@ -31,6 +31,8 @@ struct Counts {
     queue_full: u64,
     deadline: u64,
     slow_body: u64,
+    /// Searches whose client closed its connection before the answer.
+    abandoned: u64,
     engine: Engine,
 }
 
@@ -81,6 +83,10 @@ impl Stats {
                 None => {}
             }
         })
+    }
+
+    pub fn abandoned(&self) {
+        self.with(|c| c.abandoned += 1)
     }
 
     pub fn body(&self, bytes: usize) {
@@ -138,6 +144,7 @@ impl Stats {
                 "bytes_in": c.bytes_in,
                 "search_s": c.search_s,
                 "rejected": {"queue_full": c.queue_full, "deadline": c.deadline, "slow_body": c.slow_body},
+                "abandoned": c.abandoned,
                 "running": admission.running(),
                 "waiting": admission.waiting(),
                 "max_concurrent": limits.max_concurrent,
