@@ -62,6 +62,17 @@ impl SearchRequest {
             .unwrap_or(shape.default_complexity)
             .max(self.k)
     }
+
+    /// The request of `nq` queries with its checked (k, complexity, probe).
+    fn new(queries: Vec<f32>, nq: usize, (k, complexity, probe): Options) -> Self {
+        SearchRequest {
+            queries,
+            nq,
+            k,
+            complexity,
+            probe,
+        }
+    }
 }
 
 /// How a body is read, by its Content-Type.
@@ -215,13 +226,7 @@ fn parse_binary(
         shape,
         limits,
     )?;
-    Ok(SearchRequest {
-        queries,
-        nq,
-        k,
-        complexity,
-        probe,
-    })
+    Ok(SearchRequest::new(queries, nq, (k, complexity, probe)))
 }
 
 // ---------------------------------------------------------------- JSON
@@ -277,20 +282,14 @@ fn parse_json(
     let absent_if_null = |f: &str| doc.get(f).filter(|v| !v.is_null());
     let default_k = Value::from(DEFAULT_K);
     let k = doc.get("k").unwrap_or(&default_k);
-    let (k, complexity, probe) = options(
+    let options = options(
         Some(k),
         absent_if_null("complexity"),
         absent_if_null("probe"),
         shape,
         limits,
     )?;
-    Ok(SearchRequest {
-        queries,
-        nq,
-        k,
-        complexity,
-        probe,
-    })
+    Ok(SearchRequest::new(queries, nq, options))
 }
 
 /// The rows of `"vectors"` or `"vector"`, row-major.
@@ -415,6 +414,9 @@ fn check_dtype(x: f32, shape: &Shape, at: impl Fn() -> String) -> Result<(), Api
 
 // ---------------------------------------------------------------- options
 
+/// k, complexity and probe as `options` checked them.
+type Options = (usize, Option<usize>, Option<usize>);
+
 /// k (required here: the caller gives the default), complexity and probe,
 /// each checked against the target and the limits.
 fn options(
@@ -423,7 +425,7 @@ fn options(
     probe: Option<&Value>,
     shape: &Shape,
     limits: &Limits,
-) -> Result<(usize, Option<usize>, Option<usize>), ApiError> {
+) -> Result<Options, ApiError> {
     let kmax = shape.max_k.min(limits.max_k);
     let held = if shape.max_k == shape.n {
         format!("the {}'s {} vectors", shape.kind, shape.n)
