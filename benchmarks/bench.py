@@ -96,10 +96,43 @@ def report(sc, plots=False, check=False) -> bool:
                 with open(rep.doc, "w") as f:
                     f.write(new)
         if plots and rep.plot and not check:
-            plot = getattr(tables.RENDERERS[rep.table], "plot", None)
-            if plot is not None:
-                plot(rep.results, rep.plot)
+            if getattr(tables.RENDERERS[rep.table], "plot", None) is not None:
+                draw(rep.table, rep.results, rep.plot)
     return changed
+
+
+PLOT_VENV = os.path.join(HERE, ".venvs", "plot")
+
+
+def plot_python() -> str:
+    """A Python with matplotlib: this one, or the pinned plotting venv
+    (benchmarks/.venvs/plot, made on first use from requirements-plot.txt,
+    so a figure is drawn by the same packages on every machine)."""
+    try:
+        import matplotlib  # noqa: F401
+        return sys.executable
+    except ImportError:
+        pass
+    py = os.path.join(PLOT_VENV, "bin", "python")
+    if not os.path.exists(py):
+        print(f"bench: making the plotting venv {os.path.relpath(PLOT_VENV, ROOT)} "
+              "(benchmarks/requirements-plot.txt)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", PLOT_VENV], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "-r",
+                        os.path.join(HERE, "requirements-plot.txt")], check=True)
+    return py
+
+
+def draw(table: str, results: str, out: str) -> None:
+    """Draws `table`'s plot of the rows in `results` into `out`: here when
+    matplotlib imports, else in the plotting venv."""
+    py = plot_python()
+    if py == sys.executable:
+        tables.RENDERERS[table].plot(results, out)
+        return
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import tables; "
+            "tables.RENDERERS[sys.argv[2]].plot(sys.argv[3], sys.argv[4])")
+    subprocess.run([py, "-c", code, HERE, table, results, out], check=True, cwd=ROOT)
 
 
 def overrides(pairs: list[str]) -> dict:

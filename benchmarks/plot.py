@@ -36,8 +36,10 @@ from rounds import RECALL_EPS, at_recall, pareto  # noqa: E402,F401  (re-exporte
 
 TARGETS = (0.90, 0.95, 0.99)
 
-# Okabe–Ito colours (distinguishable with the common colour-vision deficiencies).
-STRATAVEC_COLORS = ["#D55E00", "#CC79A7", "#000000", "#8B4513"]
+# Okabe–Ito colours (distinguishable with the common colour-vision
+# deficiencies) first, then four more, so the eight profiles of the headline
+# never share a colour and a marker.
+STRATAVEC_COLORS = ["#D55E00", "#CC79A7", "#000000", "#8B4513", "#6A3D9A", "#E7298A", "#A6761D", "#666666"]
 PEER_STYLE = {
     "diskannpy": ("#0072B2", "s"),
     "diskannpy-rust": ("#E69F00", "D"),
@@ -45,7 +47,7 @@ PEER_STYLE = {
     "faiss-ivfpq": ("#56B4E9", "v"),
 }
 OTHER_COLORS = ["#999999", "#F0E442", "#7F3C8D", "#11A579"]
-STRATAVEC_MARKERS = ["o", "P", "X", "h"]
+STRATAVEC_MARKERS = ["o", "P", "X", "h", "p", "<", ">", "8"]
 
 
 # --------------------------------------------------------------------------
