@@ -20,6 +20,7 @@ mod collection;
 mod interrupt;
 mod keywords;
 use stratavec::args::Params;
+use stratavec::update::live::{LiveIndex, UpdateOptions};
 use stratavec::{BatchResult, Error, ErrorKind, OpenOptions, SearchParams};
 
 // ---------------------------------------------------------------------------
@@ -364,10 +365,11 @@ fn build_index<'py>(
 /// while the results fill it (`SearchParams::range_phi`).
 const RANGE_WINDOW: usize = 32;
 
-/// An open disk index; see `stratavec.Index`.
+/// An open disk index that takes inserts and deletes (`update::live`); see
+/// `stratavec.Index`.
 #[pyclass(frozen, module = "stratavec._stratavec", name = "Index")]
 struct Index {
-    inner: stratavec::Index,
+    inner: LiveIndex,
 }
 
 impl Index {
@@ -379,7 +381,7 @@ impl Index {
         extra: &[(&str, String)],
     ) -> PyResult<SearchParams> {
         keywords::given(Params::Search, kwargs, extra)?
-            .search_params(|s| self.inner.search_defaults(s))
+            .search_params(|s| self.inner.with_base(|b| b.search_defaults(s)))
             .map_err(to_py)
     }
 
@@ -397,13 +399,39 @@ pub(crate) fn query_rows(
     dim: usize,
     of: &str,
 ) -> PyResult<(Vec<f32>, usize)> {
-    let arr = as_ndarray(py, queries, "queries")?;
+    rows(py, queries, dim, of, "queries")
+}
+
+/// What a write did, as a dict.
+fn applied_dict<'py>(
+    py: Python<'py>,
+    a: &stratavec::update::live::Applied,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("seq", a.seq)?;
+    d.set_item("count", a.count)?;
+    d.set_item("missing", a.missing)?;
+    d.set_item("repeated", a.repeated)?;
+    Ok(d)
+}
+
+/// Rows of `dim` floats (queries, or vectors to insert: `name` says which
+/// in messages) as one row-major f32 buffer and their count.
+fn rows(
+    py: Python<'_>,
+    queries: &Bound<'_, PyAny>,
+    dim: usize,
+    of: &str,
+    name: &str,
+) -> PyResult<(Vec<f32>, usize)> {
+    let one = if name == "queries" { "query" } else { "row" };
+    let arr = as_ndarray(py, queries, name)?;
     let dt = arr.dtype();
     match (dt.kind(), dt.itemsize()) {
         (b'f', 4) | (b'f', 8) | (b'u', 1) | (b'i', 1) => {}
         _ => {
             return Err(PyTypeError::new_err(format!(
-                "queries: unsupported dtype {}; expected float32 \
+                "{name}: unsupported dtype {}; expected float32 \
                  (float64, uint8 and int8 are converted to float32)",
                 dtype_name(&dt)
             )))
@@ -415,7 +443,7 @@ pub(crate) fn query_rows(
         [nq, d] => (*nq, *d),
         _ => {
             return Err(PyValueError::new_err(format!(
-                "queries: expected a 1-D array (one query) or a 2-D array (nq, {dim}), \
+                "{name}: expected a 1-D array (one {one}) or a 2-D array (n, {dim}), \
                  got a {}-D array of shape {}",
                 shape.len(),
                 shape_str(&shape)
@@ -424,14 +452,14 @@ pub(crate) fn query_rows(
     };
     if d != dim {
         return Err(PyValueError::new_err(format!(
-            "queries: expected dimension {dim} (the {of} dimension), found {d} \
+            "{name}: expected dimension {dim} (the {of} dimension), found {d} \
              (shape {})",
             shape_str(&shape)
         )));
     }
     if nq == 0 {
         return Err(PyValueError::new_err(format!(
-            "queries: expected at least one query, got shape {}",
+            "{name}: expected at least one {one}, got shape {}",
             shape_str(&shape)
         )));
     }
@@ -528,7 +556,8 @@ fn on_error_mask(on_error: &str) -> PyResult<bool> {
 impl Index {
     /// Opens the index in `index_dir`; see `stratavec.Index.open`.
     #[staticmethod]
-    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto", navigation_graph = true, sqpoll = false))]
+    #[pyo3(signature = (index_dir, memory_budget_mb = None, io = "auto", navigation_graph = true, sqpoll = false, delta_share = 0.1, auto_merge = true))]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         index_dir: PathBuf,
@@ -536,6 +565,8 @@ impl Index {
         io: &str,
         navigation_graph: bool,
         sqpoll: bool,
+        delta_share: f64,
+        auto_merge: bool,
     ) -> PyResult<Index> {
         let budget = collection::budget_arg(memory_budget_mb)?;
         let opts = OpenOptions {
@@ -548,10 +579,75 @@ impl Index {
             sqpoll,
             ..OpenOptions::default()
         };
+        let updates = UpdateOptions {
+            delta_share,
+            auto_merge,
+            merge_threads: default_threads(),
+        };
         let dir = index_dir.clone();
-        py.detach(|| stratavec::Index::open(&dir, &opts))
+        py.detach(|| LiveIndex::open_with(&dir, &opts, &updates))
             .map(|inner| Index { inner })
             .map_err(to_py)
+    }
+
+    /// Inserts vectors; see `stratavec.Index.add`.
+    #[pyo3(signature = (vectors, ids = None, *, batch = 0))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        vectors: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+        batch: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (v, _) = rows(py, vectors, self.inner.dim(), "index", "vectors")?;
+        let ids: Option<Vec<i64>> = ids.map(|i| i.extract()).transpose()?;
+        let applied = py
+            .detach(|| self.inner.add(&v, ids.as_deref(), batch))
+            .map_err(to_py)?;
+        applied_dict(py, &applied)
+    }
+
+    /// Deletes ids; see `stratavec.Index.remove`.
+    #[pyo3(signature = (ids, *, batch = 0))]
+    fn remove<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+        batch: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids: Vec<i64> = ids.extract()?;
+        let applied = py
+            .detach(|| self.inner.remove(&ids, batch))
+            .map_err(to_py)?;
+        applied_dict(py, &applied)
+    }
+
+    /// Writes the inserts and deletes into the next generation; see
+    /// `stratavec.Index.merge`. Ctrl-C stops it, leaving the index as it was.
+    #[pyo3(signature = (threads = None))]
+    fn merge<'py>(&self, py: Python<'py>, threads: Option<i64>) -> PyResult<Bound<'py, PyDict>> {
+        let threads = threads_arg(threads)?;
+        let t = std::time::Instant::now();
+        let m = interrupt::run(py, |flag| self.inner.merge(threads, flag), to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("inserted", m.inserted)?;
+        d.set_item("deleted", m.deleted)?;
+        d.set_item("n_before", m.n_before)?;
+        d.set_item("n_after", self.inner.len())?;
+        d.set_item("seconds", t.elapsed().as_secs_f64())?;
+        d.set_item("index_bytes", m.report.index_bytes)?;
+        Ok(d)
+    }
+
+    /// Vectors inserted and not yet merged, and rows deleted since.
+    #[getter]
+    fn pending(&self) -> (usize, usize) {
+        self.inner.pending()
+    }
+
+    /// Whether `id` is in the index (built or inserted, not deleted).
+    fn __contains__(&self, id: i64) -> bool {
+        self.inner.contains(id)
     }
 
     #[getter]
@@ -570,60 +666,67 @@ impl Index {
 
     #[getter]
     fn metric(&self) -> &'static str {
-        self.inner.metric().as_str()
+        self.inner.with_base(|b| b.metric().as_str())
     }
 
     #[getter]
     fn profile(&self) -> String {
-        self.inner.manifest.profile.clone()
+        self.inner.with_base(|b| b.manifest.profile.clone())
     }
 
     /// numpy name of the stored element type: "float32", "uint8" or "int8".
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.inner.manifest.dtype.long_name()
+        self.inner.with_base(|b| b.manifest.dtype.long_name())
     }
 
     #[getter]
     fn cached_nodes(&self) -> usize {
-        self.inner.cached_nodes()
+        self.inner.with_base(|b| b.cached_nodes())
     }
 
     #[getter]
     fn index_dir(&self) -> PathBuf {
-        self.inner.dir.clone()
+        self.inner.with_base(|b| b.dir.clone())
     }
 
     /// Name of the I/O backend in use ("io_uring+direct", "pread", ...).
     #[getter]
     fn io_backend(&self) -> String {
-        self.inner.io_backend()
+        self.inner.with_base(|b| b.io_backend())
     }
 
-    /// RAM held, by part, plus "total" (bytes).
+    /// RAM held, by part, plus "updates" (the delta of inserted vectors,
+    /// the deleted rows) and "total" (bytes).
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.inner.memory();
-        let d = PyDict::new(py);
-        for (part, bytes) in &m.parts {
-            d.set_item(part, bytes)?;
-        }
-        d.set_item("total", m.total())?;
-        Ok(d)
+        let updates = self.inner.update_bytes();
+        self.inner.with_base(|b| {
+            let m = b.memory();
+            let d = PyDict::new(py);
+            for (part, bytes) in &m.parts {
+                d.set_item(part, bytes)?;
+            }
+            d.set_item("updates", updates)?;
+            d.set_item("total", m.total() + updates)?;
+            Ok(d)
+        })
     }
 
     /// What the memory planner granted each part, in its order.
     fn memory_plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-        let m = self.inner.memory();
-        let plan = pyo3::types::PyList::empty(py);
-        for g in &m.plan {
-            let row = PyDict::new(py);
-            row.set_item("part", g.part.name())?;
-            row.set_item("asked", g.asked)?;
-            row.set_item("granted", g.bytes)?;
-            row.set_item("note", g.note.clone())?;
-            plan.append(row)?;
-        }
-        Ok(plan)
+        self.inner.with_base(|b| {
+            let m = b.memory();
+            let plan = pyo3::types::PyList::empty(py);
+            for g in &m.plan {
+                let row = PyDict::new(py);
+                row.set_item("part", g.part.name())?;
+                row.set_item("asked", g.asked)?;
+                row.set_item("granted", g.bytes)?;
+                row.set_item("note", g.note.clone())?;
+                plan.append(row)?;
+            }
+            Ok(plan)
+        })
     }
 
     /// Searches; see `stratavec.Index.search`. The search's parameters are
@@ -652,14 +755,14 @@ impl Index {
         let params = this.params(params, &[("k", k.to_string())])?;
         let (q, nq) = this.queries(py, queries)?;
         let res = py
-            .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
+            .detach(|| this.inner.search(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
-        check_failures(py, &res, nq, mask)?;
-        // The ids the index was built with (ids=, id_column=), else rows.
-        let mut ids = this.inner.result_ids(&res.ids);
-        let mut dists = res.dists.clone();
+        check_failures(py, &res.base, nq, mask)?;
+        // The ids the index was built with (ids=, id_column=, add), else rows.
+        let mut ids = res.ids;
+        let mut dists = res.dists;
         // A failed query's partial list is not a result: its row is empty.
-        for (qi, e) in res.errors.iter().enumerate() {
+        for (qi, e) in res.base.errors.iter().enumerate() {
             if e.is_some() {
                 ids[qi * k..(qi + 1) * k].fill(-1);
                 dists[qi * k..(qi + 1) * k].fill(f32::INFINITY);
@@ -673,7 +776,7 @@ impl Index {
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .into_pyarray(py);
         if return_stats {
-            let stats = stats_dict(py, &res, nq)?;
+            let stats = stats_dict(py, &res.base, nq)?;
             PyTuple::new(py, [dists.into_any(), ids.into_any(), stats.into_any()])
         } else {
             PyTuple::new(py, [dists.into_any(), ids.into_any()])
@@ -702,15 +805,14 @@ impl Index {
         let params = this.params(params, &extra)?;
         let (q, nq) = this.queries(py, queries)?;
         let res = py
-            .detach(|| this.inner.search_batch(&q, q.len() / nq.max(1), &params))
+            .detach(|| this.inner.search(&q, q.len() / nq.max(1), &params))
             .map_err(to_py)?;
-        check_failures(py, &res, nq, mask)?;
+        check_failures(py, &res.base, nq, mask)?;
         let mut lims = vec![0i64];
         let (mut ids, mut dists) = (Vec::new(), Vec::new());
-        for (r, e) in res.ranges.iter().zip(&res.errors) {
+        for (r, e) in res.ranges.iter().zip(&res.base.errors) {
             if e.is_none() {
-                let rows: Vec<u32> = r.iter().map(|e| e.0).collect();
-                ids.extend(this.inner.result_ids(&rows));
+                ids.extend(r.iter().map(|e| e.0));
                 dists.extend(r.iter().map(|e| e.1));
             }
             lims.push(ids.len() as i64);
@@ -726,18 +828,21 @@ impl Index {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "stratavec.Index({:?}, n={}, dim={}, dtype={}, metric={}, profile={}, \
-             memory={:.1} MB, cached_nodes={})",
-            self.inner.dir.display().to_string(),
-            self.inner.len(),
-            self.inner.dim(),
-            self.inner.manifest.dtype.long_name(),
-            self.inner.metric().as_str(),
-            self.inner.manifest.profile,
-            self.inner.memory().total() as f64 / 1e6,
-            self.inner.cached_nodes()
-        )
+        let n = self.inner.len();
+        self.inner.with_base(|b| {
+            format!(
+                "stratavec.Index({:?}, n={}, dim={}, dtype={}, metric={}, profile={}, \
+                 memory={:.1} MB, cached_nodes={})",
+                b.dir.display().to_string(),
+                n,
+                b.dim(),
+                b.manifest.dtype.long_name(),
+                b.metric().as_str(),
+                b.manifest.profile,
+                b.memory().total() as f64 / 1e6,
+                b.cached_nodes()
+            )
+        })
     }
 }
 

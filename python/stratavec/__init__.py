@@ -286,9 +286,11 @@ class Index:
         io: str = "auto",
         navigation_graph: bool = True,
         sqpoll: bool = False,
+        delta_share: float = 0.1,
+        auto_merge: bool = True,
     ) -> None:
         self._index = _stratavec.Index.open(
-            index_dir, memory_budget_mb, io, navigation_graph, sqpoll
+            index_dir, memory_budget_mb, io, navigation_graph, sqpoll, delta_share, auto_merge
         )
 
     @classmethod
@@ -299,6 +301,8 @@ class Index:
         io: str = "auto",
         navigation_graph: bool = True,
         sqpoll: bool = False,
+        delta_share: float = 0.1,
+        auto_merge: bool = True,
     ) -> "Index":
         """Open the index in ``index_dir``.
 
@@ -330,6 +334,14 @@ class Index:
             (``search(..., threads=1, in_flight=1)``): it shortens a query
             whose own CPU is its latency, and keeps a core busy while
             queries come.
+        delta_share : float
+            The share of ``memory_budget_mb`` kept for vectors inserted with
+            :meth:`add` (searched from memory until :meth:`merge`) and for
+            deleted rows; the index's own parts get the rest, so the budget
+            holds. Without a budget the delta may hold 256 MB.
+        auto_merge : bool
+            When an :meth:`add` fills the delta's share, merge (``True``)
+            or raise ``ValueError`` saying so (``False``).
 
         Raises
         ------
@@ -339,7 +351,54 @@ class Index:
             The index is corrupt, truncated, from a newer stratavec, or the
             budget is too small.
         """
-        return cls(index_dir, memory_budget_mb, io, navigation_graph, sqpoll)
+        return cls(index_dir, memory_budget_mb, io, navigation_graph, sqpoll, delta_share, auto_merge)
+
+    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+        """Insert vectors, as faiss's ``add`` / ``add_with_ids``.
+
+        The batch is appended to the index's write-ahead log and fsynced
+        before this returns: once it returns, the vectors survive a crash.
+        They are searched at once (from an in-memory graph beside the disk
+        index) and written into the index by :meth:`merge`.
+
+        Parameters
+        ----------
+        vectors : array_like, shape (n, dim) or (dim,)
+        ids : array_like of int64, optional
+            One id a vector, unique and not in the index (delete an id
+            first to replace it). Default: the next unused ids.
+        batch : int
+            A non-zero id for this call: a retry with the same id (after a
+            timeout, say) is applied once.
+
+        Returns
+        -------
+        dict
+            ``seq`` (the log record), ``count`` (vectors inserted),
+            ``missing`` (0), ``repeated`` (a retried batch).
+        """
+        return self._index.add(vectors, ids, batch=batch)
+
+    def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]:
+        """Delete ids, as faiss's ``remove_ids``: they are never returned
+        again. Ids that are not in the index are counted in ``missing``,
+        not an error. Logged and fsynced before it returns, like :meth:`add`."""
+        return self._index.remove(ids, batch=batch)
+
+    def merge(self, threads: Optional[int] = None) -> Dict[str, Any]:
+        """Write the inserted vectors and the deletes into the index's next
+        generation (FreshDiskANN's merge) and switch to it; searches go on
+        meanwhile. Returns ``inserted``, ``deleted``, ``n_before``,
+        ``n_after``, ``seconds`` and ``index_bytes``."""
+        return self._index.merge(threads)
+
+    @property
+    def pending(self) -> Tuple[int, int]:
+        """(vectors inserted, rows deleted) not yet merged."""
+        return self._index.pending
+
+    def __contains__(self, id: int) -> bool:
+        return id in self._index
 
     @property
     def dim(self) -> int:

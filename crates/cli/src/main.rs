@@ -19,6 +19,7 @@ mod cmd_search;
 mod cmd_serve;
 mod cmd_shuffle;
 mod cmd_synth;
+mod cmd_update;
 mod measured;
 mod params;
 mod progress;
@@ -66,6 +67,13 @@ enum Command {
     Bench(cmd_bench::Args),
     /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
     BenchIo(cmd_bench_io::Args),
+    /// Insert vectors into an index (logged and fsynced a batch at a time;
+    /// searched from an in-memory delta until a merge).
+    Insert(cmd_update::InsertArgs),
+    /// Delete ids from an index (never returned again; dropped by a merge).
+    Delete(cmd_update::DeleteArgs),
+    /// Write an index's inserts and deletes into its next generation.
+    Merge(cmd_update::MergeArgs),
 }
 
 fn main() {
@@ -80,6 +88,9 @@ fn main() {
         Command::Convert(a) => cmd_convert::run(a),
         Command::Synth(a) => cmd_synth::run(a),
         Command::BenchIo(a) => cmd_bench_io::run(a),
+        Command::Insert(a) => cmd_update::insert(a),
+        Command::Delete(a) => cmd_update::delete(a),
+        Command::Merge(a) => cmd_update::merge(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Shuffle(a) => cmd_shuffle::run(a),
         Command::Relayout(a) => cmd_relayout::run(a),

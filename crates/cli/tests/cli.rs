@@ -805,3 +805,69 @@ fn build_collection_and_search_it() {
         "{e}"
     );
 }
+
+/// `insert`, `delete` and `merge` on a copy of the fixture's index: each
+/// says what it did, a search finds an inserted vector by itself, a bad
+/// ids file is named with its line, and a merge empties the delta.
+#[test]
+fn insert_delete_merge() {
+    let f = fixture();
+    let tmp = tempdir();
+    let index = tmp.path().join("index");
+    std::fs::create_dir(&index).unwrap();
+    for e in std::fs::read_dir(&f.index).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), index.join(e.file_name())).unwrap();
+    }
+    // Ten of the queries, inserted as vectors with ids 5000..5010.
+    let queries = f.data.join("query.fbin");
+    let (dim, q) = read_fbin(&queries);
+    assert_eq!(dim, DIM);
+    let new = tmp.path().join("new.fbin");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&10u32.to_le_bytes());
+    bytes.extend_from_slice(&(DIM as u32).to_le_bytes());
+    for x in &q[..10 * DIM] {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(&new, bytes).unwrap();
+    let ids = tmp.path().join("ids.txt");
+    std::fs::write(
+        &ids,
+        (5000..5010)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let out = stdout(&ok(run(&[&"insert", &index, &new, &"--ids", &ids])));
+    assert!(
+        out.contains("inserted 10 vectors")
+            && out.contains("not yet merged: 10 inserted, 0 deleted"),
+        "{out}"
+    );
+    let gone = tmp.path().join("gone.txt");
+    std::fs::write(&gone, "3\n5001\n\n99999\n").unwrap();
+    let out = stdout(&ok(run(&[&"delete", &index, &"--ids", &gone])));
+    assert!(
+        out.contains("deleted 2 of 3 ids") && out.contains("1 not there"),
+        "{out}"
+    );
+    let bad = tmp.path().join("bad.txt");
+    std::fs::write(&bad, "7\nseven\n").unwrap();
+    let e = fails(run(&[&"delete", &index, &"--ids", &bad]));
+    assert!(e.contains("line 2") && e.contains("\"seven\""), "{e}");
+    let e = fails(run(&[&"insert", &index, &new, &"--ids", &ids]));
+    assert!(e.contains("5000, which is live"), "{e}");
+    let out = stdout(&ok(run(&[&"merge", &index, &"--threads", &"2"])));
+    // One of each deleted: 5001 from the delta (never written), 3 from the generation.
+    assert!(
+        out.contains("9 vectors inserted, 1 deleted (2000 -> 2008 vectors)"),
+        "{out}"
+    );
+    let out = stdout(&ok(run(&[&"info", &index, &"--verify"])));
+    assert!(
+        out.contains("\"update_seq\": 2") && out.contains("verified"),
+        "{out}"
+    );
+}

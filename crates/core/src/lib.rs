@@ -19,6 +19,7 @@ pub mod progress;
 pub mod quant;
 pub mod search;
 pub mod synthetic;
+pub mod update;
 pub mod util;
 
 pub use error::{Error, ErrorKind, Result};

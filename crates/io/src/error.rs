@@ -92,6 +92,21 @@ impl IoError {
             _ => None,
         }
     }
+
+    /// The same error naming `path` as its file: a reader opened through
+    /// another name for the file (`/proc/self/fd/N`, see `Pinned`) reports
+    /// the path the user knows.
+    pub fn with_path(mut self, name: &std::path::Path) -> IoError {
+        match &mut self {
+            IoError::Io { path, .. }
+            | IoError::File { path, .. }
+            | IoError::UnexpectedEof { path, .. }
+            | IoError::BadRequest { path, .. }
+            | IoError::InvalidOptions { path, .. }
+            | IoError::Unsupported { path, .. } => *path = name.to_path_buf(),
+        }
+        self
+    }
 }
 
 #[cfg(test)]

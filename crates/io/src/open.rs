@@ -115,6 +115,18 @@ impl Default for ReaderOptions {
 
 /// Open `path` for block reads with the backend `opts` asks for.
 pub fn open_reader(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockReader>, IoError> {
+    open_reader_as(path, path, opts)
+}
+
+/// Opens the file at `source` for block reads; errors and the reader name
+/// `path` (the same file, by the name the user knows: `source` may be
+/// `/proc/self/fd/N`, see `Pinned`).
+pub(crate) fn open_reader_as(
+    source: &Path,
+    path: &Path,
+    opts: &ReaderOptions,
+) -> Result<Box<dyn BlockReader>, IoError> {
+    let named = |e: IoError| e.with_path(path);
     let mut backend = opts.backend;
     if backend == Backend::Auto {
         // Empty counts as unset (`STRATAVEC_IO= cmd`).
@@ -129,71 +141,62 @@ pub fn open_reader(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockRea
     }
     let p = path.to_path_buf();
     let (slots, slot_bytes) = (opts.slots, opts.slot_bytes);
+    let image = |residence| crate::ram::shared_image(source, residence).map_err(named);
     Ok(match backend {
-        Backend::Auto => auto(path, opts)?,
+        Backend::Auto => auto(source, path, opts)?,
         Backend::IoUring => {
-            let mut r =
-                UringReader::new(open_direct(path)?, p, true, slots, slot_bytes, opts.sqpoll)?;
+            let direct = open_direct(source).map_err(named)?;
+            let mut r = UringReader::new(direct, p, true, slots, slot_bytes, opts.sqpoll)?;
             probe(&mut r, path)?;
             r.reset_counters();
             Box::new(r)
         }
         Backend::Pread => Box::new(PreadReader::new(
-            open_direct(path)?,
+            open_direct(source).map_err(named)?,
             p,
             true,
             slots,
             slot_bytes,
         )?),
         Backend::Buffered => Box::new(PreadReader::new(
-            open_plain(path)?,
+            open_plain(source).map_err(named)?,
             p,
             false,
             slots,
             slot_bytes,
         )?),
         Backend::Ram => Box::new(RamReader::new(
-            crate::ram::shared_image(path, Residence::Copied)?,
+            image(Residence::Copied)?,
             p,
             slots,
             slot_bytes,
         )?),
-        Backend::Mmap => Box::new(
-            RamReader::new(
-                crate::ram::shared_image(path, Residence::Mapped)?,
-                p,
-                slots,
-                slot_bytes,
-            )?
-            .tier(None),
-        ),
-        Backend::Simulated(t) => Box::new(
-            RamReader::new(
-                crate::ram::shared_image(path, Residence::Mapped)?,
-                p,
-                slots,
-                slot_bytes,
-            )?
-            .tier(Some(t)),
-        ),
+        Backend::Mmap => {
+            Box::new(RamReader::new(image(Residence::Mapped)?, p, slots, slot_bytes)?.tier(None))
+        }
+        Backend::Simulated(t) => {
+            Box::new(RamReader::new(image(Residence::Mapped)?, p, slots, slot_bytes)?.tier(Some(t)))
+        }
     })
 }
 
-fn auto(path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockReader>, IoError> {
-    let (file, direct) = match open_direct(path) {
+fn auto(source: &Path, path: &Path, opts: &ReaderOptions) -> Result<Box<dyn BlockReader>, IoError> {
+    let (file, direct) = match open_direct(source) {
         Ok(f) => (f, true),
-        Err(IoError::Unsupported { .. }) => (open_plain(path)?, false),
-        Err(e) => return Err(e),
+        Err(IoError::Unsupported { .. }) => {
+            (open_plain(source).map_err(|e| e.with_path(path))?, false)
+        }
+        Err(e) => return Err(e.with_path(path)),
     };
     let mut tries = vec![opts.sqpoll];
     if opts.sqpoll {
         tries.push(false);
     }
     for sqpoll in tries {
-        let dup = file.try_clone().map_err(|source| IoError::File {
+        let dup = file.try_clone().map_err(|cause| IoError::File {
             op: "dup",
             path: path.to_path_buf(),
-            cause: source,
+            cause,
         })?;
         let p = path.to_path_buf();
         match UringReader::new(dup, p, direct, opts.slots, opts.slot_bytes, sqpoll) {

@@ -89,8 +89,14 @@ impl Collection {
     /// Opens every segment of the collection at `dir`. A budget in `opts`
     /// is split over the segments by their vectors (the shares add up to
     /// it); without one each segment holds its codes only, as an index.
+    /// All segments come from one build of the collection, even when a
+    /// rebuild switches the directory meanwhile (`open_consistent`).
     pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Collection> {
-        let dir = dir.as_ref().to_path_buf();
+        crate::index::commit::open_consistent(dir.as_ref(), |dir| Collection::open_once(dir, opts))
+    }
+
+    fn open_once(dir: &Path, opts: &OpenOptions) -> Result<Collection> {
+        let dir = dir.to_path_buf();
         let manifest = CollectionManifest::read(&dir)?;
         let sizes: Vec<usize> = manifest.segments.iter().map(|s| s.n).collect();
         let budgets = segment_budgets(&dir, &manifest, opts)?;

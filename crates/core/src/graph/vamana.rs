@@ -172,7 +172,7 @@ fn slack_limit(r: usize) -> usize {
 
 /// Prunes every list longer than R back to R (the end of the build, when
 /// slack is no longer allowed).
-fn final_prune(space: &BuildSpace, lists: &mut [Vec<u32>], alpha: f32, r: usize) {
+pub(crate) fn final_prune(space: &BuildSpace, lists: &mut [Vec<u32>], alpha: f32, r: usize) {
     let over: Vec<u32> = (0..lists.len() as u32)
         .filter(|&i| lists[i as usize].len() > r)
         .collect();
@@ -200,8 +200,12 @@ struct PruneScratch {
     out: Vec<u32>,
 }
 
+/// Inserts the points `batch` (whose lists are empty or stale) into
+/// `lists`: each searches the graph as it stood before the batch and prunes
+/// its own out-list, then the reverse edges are merged per target. Also
+/// the step of an index's in-memory delta (`update/delta.rs`).
 #[allow(clippy::too_many_arguments)]
-fn insert_batch(
+pub(crate) fn insert_batch(
     space: &BuildSpace,
     lists: &mut [Vec<u32>],
     start: u32,

@@ -593,6 +593,7 @@ pub fn build_index_with_ids(
         staging,
         files: Vec::new(),
         nested: 0.0,
+        given: Default::default(),
     };
     super::stages::run(build, pq_unset, t_all)
 }

@@ -316,6 +316,7 @@ fn manifest(
         // Set by the caller, which knows whether ids were given.
         plan: None,
         chosen,
+        update_seq: 0,
     }
 }
 

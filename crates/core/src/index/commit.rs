@@ -1,7 +1,12 @@
 //! Publishing a built index without ever leaving a half-written one at the
 //! user's path: everything is written into a temporary sibling directory,
-//! fsynced, and renamed into place; a previous index at that path is moved
-//! aside first and deleted only after the new one is in place.
+//! fsynced, and switched into place. A previous index at that path is
+//! swapped out in one step (`renameat2(RENAME_EXCHANGE)`), so the path
+//! never names nothing, and deleted after; handles that have it open keep
+//! reading it (they hold its files open: `stratavec_io::Pinned`), and an
+//! open racing the switch starts again on the new one (`open_consistent`).
+//! Where the filesystem cannot exchange, the previous index is moved aside
+//! first and the new one renamed in, as before (#55).
 
 use super::manifest::{FileEntry, MANIFEST};
 use crate::error::{Error, FileContext, Result};
@@ -17,6 +22,10 @@ pub struct Staging {
     pub dir: PathBuf,
     target: PathBuf,
     committed: bool,
+    /// The writer lock of an index already at `target`, held until the new
+    /// one is published: a build replaces the index and its update log,
+    /// so it waits for no writer and no writer starts under it (#55).
+    _lock: Option<crate::update::lock::WriterLock>,
 }
 
 fn target_name(target: &Path) -> String {
@@ -42,6 +51,25 @@ impl Staging {
     pub fn new(target: &Path) -> Result<Staging> {
         remove_stale(target);
         check_target(target)?;
+        let lock = match target.join(MANIFEST).is_file() {
+            true => Some(crate::update::lock::WriterLock::acquire(
+                target,
+                "rebuild it",
+            )?),
+            false => None,
+        };
+        Staging::with_lock(target, lock)
+    }
+
+    /// [`Staging::new`] for a caller that holds `target`'s writer lock
+    /// itself (a merge: `update::live`).
+    pub(crate) fn new_held(target: &Path) -> Result<Staging> {
+        remove_stale(target);
+        check_target(target)?;
+        Staging::with_lock(target, None)
+    }
+
+    fn with_lock(target: &Path, lock: Option<crate::update::lock::WriterLock>) -> Result<Staging> {
         let parent = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -56,6 +84,7 @@ impl Staging {
             dir,
             target: target.to_path_buf(),
             committed: false,
+            _lock: lock,
         })
     }
 
@@ -93,8 +122,9 @@ pub fn check_target(target: &Path) -> Result<()> {
 
 /// fsyncs `staged` (its files and directories, one level down, and itself),
 /// then swaps it into place at `target`: a previous index or collection
-/// there is moved aside, and deleted only once the new one is in place (put
-/// back if the rename fails).
+/// there is exchanged with it in one step and then deleted; without an
+/// exchange, moved aside and deleted once the new one is in place (put back
+/// if the rename fails).
 pub fn publish(staged: &Path, target: &Path) -> Result<()> {
     for entry in std::fs::read_dir(staged).at("list", staged)? {
         let path = entry.at("list", staged)?.path();
@@ -105,6 +135,17 @@ pub fn publish(staged: &Path, target: &Path) -> Result<()> {
     File::open(staged)
         .and_then(|f| f.sync_all())
         .at("fsync", staged)?;
+    super::interrupt::test_pause("publish");
+    if target.exists()
+        && stratavec_io::exchange(staged, target).at("switch staged index into place", target)?
+    {
+        sync_parent(target);
+        super::interrupt::test_pause("published");
+        // `staged` now names the previous index. Left behind by a kill here,
+        // it is a dead build's staging directory: the next build removes it.
+        std::fs::remove_dir_all(staged).at("remove previous index", staged)?;
+        return Ok(());
+    }
     let old = sibling(target, "previous");
     let had_old = target.exists();
     if had_old {
@@ -119,13 +160,44 @@ pub fn publish(staged: &Path, target: &Path) -> Result<()> {
         }
         return Err(Error::file("rename staged index into place", target, e));
     }
-    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-        let _ = File::open(parent).and_then(|f| f.sync_all());
-    }
+    sync_parent(target);
     if had_old {
         std::fs::remove_dir_all(&old).at("remove previous index", &old)?;
     }
     Ok(())
+}
+
+/// Makes the renames of `target`'s directory entry durable.
+fn sync_parent(target: &Path) {
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = File::open(parent).and_then(|f| f.sync_all());
+    }
+}
+
+/// Opens what `dir` names with `open`, again if the directory was switched
+/// to another generation while it ran (a rebuild or merge published under
+/// it: its files could come from two generations, or vanish as the old one
+/// is deleted). The same directory inode before and after means every file
+/// came from one generation: a published directory is never changed in
+/// place, only replaced. A path missing for a moment (the two-rename
+/// fallback) is tried a few more times before its error stands.
+pub fn open_consistent<T>(dir: &Path, open: impl Fn(&Path) -> Result<T>) -> Result<T> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = |d: &Path| std::fs::metadata(d).ok().map(|m| (m.dev(), m.ino()));
+    let mut last = None;
+    for attempt in 0..64u32 {
+        let before = inode(dir);
+        let result = open(dir);
+        let after = inode(dir);
+        match (before, after) {
+            (Some(b), Some(a)) if a == b => return result,
+            (None, None) if attempt >= 3 => return result,
+            _ => {}
+        }
+        last = Some(result);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    last.expect("at least one attempt")
 }
 
 /// A file staged beside `target` for the length of a build (a table

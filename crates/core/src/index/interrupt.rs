@@ -12,24 +12,38 @@ use std::time::{Duration, Instant};
 /// `stratavec: test pause at <stage>` on stderr and wait (30 s at most,
 /// ending early when cancelled) at the start of that stage, so a test can
 /// signal or kill it there. Stages: prepare, pq, graph, write (pages.bin
-/// created, nothing written yet), shuffle (starling), nav, checksum.
+/// created, nothing written yet), shuffle (starling), nav, checksum; and
+/// outside builds (`test_pause`): publish (staged, fsynced, not yet
+/// switched), published (switched, the previous one not yet removed),
+/// wal-half (half an update-log record written), wal-written (a record
+/// written, not yet fsynced).
 pub const PAUSE_ENV: &str = "STRATAVEC_TEST_PAUSE_AT";
 const PAUSE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Start of `stage` of the build of `dir`: the test pause, then a check
 /// that the caller has not asked to stop.
 pub(crate) fn checkpoint(progress: &dyn Progress, dir: &Path, stage: &str) -> Result<()> {
-    if std::env::var(PAUSE_ENV).is_ok_and(|s| s == stage) {
-        eprintln!("stratavec: test pause at {stage}");
-        let t = Instant::now();
-        while t.elapsed() < PAUSE_LIMIT && !progress.cancelled() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
+    pause_while(stage, &|| progress.cancelled());
     if progress.cancelled() {
         return Err(cancelled(dir));
     }
     Ok(())
+}
+
+/// The test pause at `point` of work that cannot be cancelled (a publish,
+/// a log append): held until the test kills the process, 30 s at most.
+pub(crate) fn test_pause(point: &str) {
+    pause_while(point, &|| false);
+}
+
+fn pause_while(point: &str, cancelled: &dyn Fn() -> bool) {
+    if std::env::var(PAUSE_ENV).is_ok_and(|s| s == point) {
+        eprintln!("stratavec: test pause at {point}");
+        let t = Instant::now();
+        while t.elapsed() < PAUSE_LIMIT && !cancelled() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 pub(crate) fn cancelled(dir: &Path) -> Error {

@@ -57,6 +57,14 @@ pub struct Manifest {
     /// unset (`index::fit`), with why; absent when the defaults fit.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub chosen: BTreeMap<String, String>,
+    /// The last update-log record this generation holds (`update::wal`):
+    /// 0 for a build; a merge's new log starts after it (issue #55).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub update_seq: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Refuses a manifest (`value`, read from `path`) without a
@@ -176,6 +184,7 @@ mod tests {
             plan: None,
             files: BTreeMap::new(),
             chosen: BTreeMap::new(),
+            update_seq: 0,
         };
         let read_with = |m: &Manifest| {
             std::fs::write(dir.path().join(MANIFEST), m.to_json()).unwrap();

@@ -21,7 +21,9 @@ use crate::search::{SearchContext, SearchParams, Switches};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
-use stratavec_io::{open_reader, proc_self_io, Backend, BlockReader, FaultyReader, ReaderOptions};
+use stratavec_io::{
+    open_pinned_reader, proc_self_io, Backend, BlockReader, FaultyReader, Pinned, ReaderOptions,
+};
 
 pub use crate::search::batch::BatchResult;
 
@@ -108,6 +110,9 @@ pub struct Index {
     /// The parts the index was built with (`plan::plan_of`).
     pub plan: Plan,
     pages_path: PathBuf,
+    /// The pages file, held open: every reader reads this generation's
+    /// pages even after a rebuild or merge switched the directory (#55).
+    pages: Pinned,
     layout: Box<dyn Layout>,
     quantizer: Box<dyn Quantizer>,
     /// Laser indexes: the per-index part of the codes their records carry.
@@ -133,14 +138,21 @@ pub struct Index {
 }
 
 impl Index {
+    /// Opens the index at `dir`; one generation of it even when a rebuild
+    /// or merge switches the directory meanwhile (`open_consistent`).
     pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Index> {
-        let dir = dir.as_ref().to_path_buf();
+        super::commit::open_consistent(dir.as_ref(), |dir| Index::open_once(dir, opts))
+    }
+
+    fn open_once(dir: &Path, opts: &OpenOptions) -> Result<Index> {
+        let dir = dir.to_path_buf();
         let manifest = Manifest::read(&dir)?;
         let files = IndexFiles {
             dir: &dir,
             manifest: &manifest,
         };
         let pages_path = files.path(crate::layout::PAGES_FILE)?;
+        let pages = Pinned::open(&pages_path)?;
         if opts.verify_checksums {
             verify_checksums(&dir, &manifest)?;
         }
@@ -156,8 +168,8 @@ impl Index {
 
         // The pages header must describe the same index as the manifest.
         let reader_for = |slot_bytes: usize| {
-            open_reader(
-                &pages_path,
+            open_pinned_reader(
+                &pages,
                 &ReaderOptions {
                     backend: opts.io,
                     slots: 64,
@@ -216,6 +228,7 @@ impl Index {
             dir,
             manifest,
             pages_path,
+            pages,
             layout,
             memory,
             io: opts.io,
@@ -230,6 +243,11 @@ impl Index {
     /// Mean records one read brings (1 for large records in id order).
     pub fn records_per_block(&self) -> f64 {
         self.layout.records_per_block()
+    }
+
+    /// The pages file this handle reads (held open: this generation's).
+    pub(crate) fn pages_file(&self) -> &std::fs::File {
+        self.pages.file()
     }
 
     /// How the pages file is laid out.
@@ -437,8 +455,8 @@ impl Index {
                 return Ok(pool.swap_remove(i));
             }
         }
-        let mut reader = open_reader(
-            &self.pages_path,
+        let mut reader = open_pinned_reader(
+            &self.pages,
             &ReaderOptions {
                 backend: self.io,
                 slots,

@@ -44,6 +44,9 @@ pub(super) fn train(b: &mut Build) -> Result<Codes> {
 
 fn train_pq(b: &mut Build) -> Result<Codes> {
     b.checkpoint("pq")?;
+    if let Some(codebook) = b.given.codebook.take() {
+        return encode_with(b, codebook);
+    }
     let t = Instant::now();
     b.progress.stage("train PQ", 0);
     let p = &b.params;
@@ -61,6 +64,23 @@ fn train_pq(b: &mut Build) -> Result<Codes> {
         Some((cb, codes))
     });
     let (codebook, codes) = trained.ok_or_else(|| stopped_at(b.dir))?;
+    b.progress.finish();
+    b.stage("pq", t, 0.0);
+    let metric = b.params.metric;
+    Ok(Codes::Pq(
+        codebook.clone(),
+        PqQuantizer::new(codebook, codes, metric),
+    ))
+}
+
+/// Every vector encoded with a codebook the build was given (a merge's).
+fn encode_with(b: &mut Build, codebook: PqCodebook) -> Result<Codes> {
+    let t = Instant::now();
+    b.progress.stage("encode PQ", 0);
+    let (data, progress) = (b.data, b.progress);
+    let stop = || progress.cancelled();
+    let codes = b.pool.install(|| codebook.encode_all_until(data, &stop));
+    let codes = codes.ok_or_else(|| stopped_at(b.dir))?;
     b.progress.finish();
     b.stage("pq", t, 0.0);
     let metric = b.params.metric;

@@ -64,6 +64,7 @@ pub(super) fn commit(
         files,
         plan: Some(b.plan.clone()),
         chosen: b.chosen.clone(),
+        update_seq: b.given.update_seq,
     };
     let mpath = b.staging.dir.join(MANIFEST);
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;

@@ -17,9 +17,10 @@ use super::commit::Staging;
 use super::interrupt::{cancelled, checkpoint};
 use crate::data::{DType, Elems};
 use crate::error::{Error, FileContext, Result};
-use crate::graph::BuildSpace;
+use crate::graph::{BuildSpace, BuildStats, Graph};
 use crate::plan::Plan;
 use crate::progress::Progress;
+use crate::quant::pq::PqCodebook;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -55,6 +56,19 @@ pub(crate) struct Build<'a> {
     pub files: Vec<&'static str>,
     /// Seconds of stages run inside the write stage.
     pub nested: f64,
+    /// What a merge brings instead of building it (`update/merge.rs`).
+    pub given: Given,
+}
+
+/// Parts a merge already has (issue #55): the graph it repaired and
+/// extended, the generation's PQ codebook (FreshDiskANN §4.3 keeps the
+/// codebook across merges: new points are encoded with it), and the last
+/// update-log record the new generation holds.
+#[derive(Default)]
+pub(crate) struct Given {
+    pub graph: Option<(Graph, BuildStats)>,
+    pub codebook: Option<PqCodebook>,
+    pub update_seq: u64,
 }
 
 impl Build<'_> {
@@ -117,8 +131,14 @@ impl Build<'_> {
 /// Builds the graph index of `b`'s vectors and commits it: every stage in
 /// order, each writing what the plan names.
 pub(crate) fn run(mut b: Build<'_>, pq_unset: bool, t_all: Instant) -> Result<BuildReport> {
-    let (graph, stats) = graph::build(&mut b)?;
-    graph::plan_pq(&mut b, &graph, pq_unset)?;
+    let (graph, stats) = match b.given.graph.take() {
+        Some(given) => given,
+        None => {
+            let built = graph::build(&mut b)?;
+            graph::plan_pq(&mut b, &built.0, pq_unset)?;
+            built
+        }
+    };
     let codes = codes::train(&mut b)?;
     let t = Instant::now();
     b.progress.stage("write pages", 0);

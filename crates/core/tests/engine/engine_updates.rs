@@ -1,0 +1,251 @@
+//! An index that changes (issue #55), against brute force over its live
+//! set: inserts searched from the delta, deletes never returned, the same
+//! answers after a reopen replays the log, bad batches refused with what
+//! was wrong, a retried batch applied once, one writer at a time.
+
+use crate::common;
+
+use common::*;
+use std::collections::HashSet;
+use stratavec::data::Metric;
+use stratavec::update::live::LiveIndex;
+use stratavec::OpenOptions;
+
+const DIM: usize = 16;
+
+/// Brute-force top k ids over `live` (id, vector) by squared L2.
+fn brute(live: &[(i64, &[f32])], q: &[f32], k: usize) -> Vec<i64> {
+    let mut d: Vec<(f32, i64)> = live
+        .iter()
+        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum(), *id))
+        .collect();
+    d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    d.into_iter().take(k).map(|x| x.1).collect()
+}
+
+fn live_open(dir: &std::path::Path) -> LiveIndex {
+    LiveIndex::open(dir, &OpenOptions::default()).unwrap()
+}
+
+#[test]
+fn inserts_and_deletes_are_searched_as_a_fresh_set_would_be() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("index");
+    let (base, queries) = synth(2000, 50, DIM, 61);
+    let (more, _) = synth(600, 0, DIM, 62);
+    build_f32(&dir, &base, DIM, &small_params(Metric::L2), 2);
+    let index = live_open(&dir);
+    // 600 inserted in three batches (ids 2000..2600, given by the index),
+    // then 300 of the generation's rows and 100 of the new ones deleted.
+    for (b, chunk) in more.chunks(200 * DIM).enumerate() {
+        let a = index.add(chunk, None, 0).unwrap();
+        assert_eq!((a.seq, a.count), (b as u64 + 1, 200));
+    }
+    let gone: Vec<i64> = (0..300)
+        .map(|i| i * 6)
+        .chain((0..100).map(|i| 2000 + i * 5))
+        .collect();
+    let a = index.remove(&gone, 0).unwrap();
+    assert_eq!((a.count, a.missing), (400, 0));
+    assert_eq!(index.len(), 2200);
+    assert_eq!(index.pending(), (500, 300));
+
+    let gone_set: HashSet<i64> = gone.iter().copied().collect();
+    let all: Vec<(i64, &[f32])> = base
+        .chunks(DIM)
+        .chain(more.chunks(DIM))
+        .enumerate()
+        .map(|(i, v)| (i as i64, v))
+        .filter(|(id, _)| !gone_set.contains(id))
+        .collect();
+    let params = search_params(10, 64);
+    let res = index.search(&queries, DIM, &params).unwrap();
+    let mut hits = 0;
+    for (qi, q) in queries.chunks(DIM).enumerate() {
+        let got = &res.ids[qi * 10..(qi + 1) * 10];
+        assert!(
+            got.iter().all(|id| *id >= 0 && !gone_set.contains(id)),
+            "a deleted id came back: {got:?}"
+        );
+        let want = brute(&all, q, 10);
+        hits += got.iter().filter(|id| want.contains(id)).count();
+    }
+    let recall = hits as f64 / (queries.len() / DIM * 10) as f64;
+    assert!(recall >= 0.9, "recall@10 over the live set {recall}");
+
+    // A reopen replays the log to the same answers.
+    drop(index);
+    let again = live_open(&dir).search(&queries, DIM, &params).unwrap();
+    assert_eq!((again.ids, again.dists), (res.ids, res.dists));
+}
+
+#[test]
+fn bad_batches_are_refused_with_what_was_wrong_and_log_nothing() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("index");
+    let (base, _) = synth(500, 0, DIM, 63);
+    build_f32(&dir, &base, DIM, &small_params(Metric::L2), 1);
+    let index = live_open(&dir);
+    let v = vec![0.5f32; 2 * DIM];
+    // (vectors, ids, what the message names)
+    type Case<'a> = (Vec<f32>, Option<Vec<i64>>, &'a [&'a str]);
+    let cases: Vec<Case> = vec![
+        (vec![0.5; DIM + 1], None, &["dimension 16", "17 values"]),
+        (
+            {
+                let mut b = v.clone();
+                b[DIM + 3] = f32::NAN;
+                b
+            },
+            None,
+            &["row 1 component 3", "finite", "NaN"],
+        ),
+        (
+            v.clone(),
+            Some(vec![7000, 7000]),
+            &[
+                "row 1",
+                "unique within a batch",
+                "7000, also the id of row 0",
+            ],
+        ),
+        (
+            v.clone(),
+            Some(vec![7001, 12]),
+            &["row 1", "12, which is live"],
+        ),
+        (
+            v.clone(),
+            Some(vec![7002]),
+            &["ids to insert", "expected 2", "found 1"],
+        ),
+        (v.clone(), Some(vec![-1, 7003]), &["row 0", "-1"]),
+    ];
+    for (vectors, ids, parts) in cases {
+        let msg = err_msg(index.add(&vectors, ids.as_deref(), 0));
+        assert_mentions(&msg, parts);
+    }
+    assert_eq!(index.len(), 500);
+    // A delete of ids that are not there is counted, not refused.
+    let a = index.remove(&[3, 99_999, 3], 0).unwrap();
+    assert_eq!((a.seq, a.count, a.missing), (1, 1, 2));
+    // A retried batch is applied once.
+    let first = index.add(&v, Some(&[8000, 8001]), 42).unwrap();
+    let retry = index.add(&v, Some(&[8000, 8001]), 42).unwrap();
+    assert!(!first.repeated && retry.repeated);
+    assert_eq!((retry.seq, retry.count), (first.seq, 2));
+    assert_eq!(index.len(), 501);
+}
+
+#[test]
+fn a_second_writer_is_refused_and_readers_are_not() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("index");
+    let (base, _) = synth(400, 0, DIM, 64);
+    build_f32(&dir, &base, DIM, &small_params(Metric::L2), 1);
+    let (a, b) = (live_open(&dir), live_open(&dir));
+    a.remove(&[1], 0).unwrap();
+    let msg = err_msg(b.remove(&[2], 0));
+    assert_mentions(
+        &msg,
+        &[
+            "writer.lock",
+            "held by",
+            &format!("pid {}", std::process::id()),
+            "one writer at a time",
+        ],
+    );
+    // A reader opened now sees what the writer logged.
+    assert_eq!(live_open(&dir).len(), 399);
+    drop(a);
+    // Once the first writer is gone the second may write, and first
+    // catches up on what was logged since it opened.
+    b.remove(&[2], 0).unwrap();
+    assert_eq!(b.len(), 398);
+}
+
+/// A merge on every graph profile: the new generation holds the live set
+/// (deleted rows gone, inserted ones in), answers it as well as before the
+/// merge, a reopen gives the same answers, and writes go on after it with
+/// the log's sequence numbers running on.
+#[test]
+fn a_merge_writes_the_live_set_as_the_next_generation_on_every_graph_profile() {
+    let (base, queries) = synth(1500, 40, DIM, 71);
+    let (more, _) = synth(300, 0, DIM, 72);
+    for profile in [
+        "diskann", "starling", "gorgeous", "laser", "pipeann", "octopus", "tiered",
+    ] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("index");
+        let small = small_params(Metric::L2);
+        let params = stratavec::BuildParams {
+            metric: small.metric,
+            graph_degree: small.graph_degree,
+            complexity: small.complexity,
+            pq_bytes: small.pq_bytes,
+            pq_sample: small.pq_sample,
+            pq_iters: small.pq_iters,
+            ..stratavec::BuildParams::for_profile(profile)
+        };
+        build_f32(&dir, &base, DIM, &params, 2);
+        let index = live_open(&dir);
+        index.add(&more, None, 0).unwrap();
+        let gone: Vec<i64> = (0..150)
+            .map(|i| i * 9)
+            .chain((0..30).map(|i| 1500 + i * 7))
+            .collect();
+        index.remove(&gone, 0).unwrap();
+        let sp = search_params(10, 64);
+        let before = index.search(&queries, DIM, &sp).unwrap();
+        let merged = index
+            .merge(2, &stratavec::progress::Silent)
+            .unwrap_or_else(|e| panic!("{profile}: merge: {e}"));
+        assert_eq!(
+            (merged.inserted, merged.deleted, merged.n_before),
+            (270, 150, 1500),
+            "{profile}"
+        );
+        assert_eq!(index.pending(), (0, 0), "{profile}");
+        assert_eq!(index.len(), 1620, "{profile}");
+        let after = index.search(&queries, DIM, &sp).unwrap();
+        let gone_set: HashSet<i64> = gone.iter().copied().collect();
+        let all: Vec<(i64, &[f32])> = base
+            .chunks(DIM)
+            .chain(more.chunks(DIM))
+            .enumerate()
+            .map(|(i, v)| (i as i64, v))
+            .filter(|(id, _)| !gone_set.contains(id))
+            .collect();
+        let recall = |ids: &[i64]| {
+            let mut hits = 0;
+            for (qi, q) in queries.chunks(DIM).enumerate() {
+                let got = &ids[qi * 10..(qi + 1) * 10];
+                assert!(
+                    got.iter().all(|id| !gone_set.contains(id)),
+                    "{profile}: a deleted id came back"
+                );
+                let want = brute(&all, q, 10);
+                hits += got.iter().filter(|id| want.contains(id)).count();
+            }
+            hits as f64 / (queries.len() / DIM * 10) as f64
+        };
+        let (r0, r1) = (recall(&before.ids), recall(&after.ids));
+        assert!(
+            r1 >= 0.9 && r1 >= r0 - 0.03,
+            "{profile}: recall@10 {r0:.3} before the merge, {r1:.3} after"
+        );
+        let reopened = live_open(&dir).search(&queries, DIM, &sp).unwrap();
+        assert_eq!(
+            reopened.ids, after.ids,
+            "{profile}: a reopen answers differently"
+        );
+        let a = index.remove(&[1501], 0).unwrap();
+        assert_eq!(a.seq, 3, "{profile}: the log runs on after the merge");
+        assert_eq!(live_open(&dir).len(), 1619, "{profile}");
+        assert_eq!(
+            hidden_entries(tmp.path()),
+            Vec::<String>::new(),
+            "{profile}: left behind"
+        );
+    }
+}
