@@ -285,15 +285,15 @@ def test_a_timed_out_search_stops_its_actors_work(built):
     batch holds, and the timeout and the cancelled calls are counted."""
     from stratavec.ray_collection import RayCollection
 
-    q = np.repeat(built["q"], 40, axis=0)  # 2400 queries, 38 chunks a segment
+    q = np.repeat(built["q"], 12, axis=0)  # 720 queries, 12 chunks a segment
     with RayCollection(built["root"] / "ray-range") as rc:
         t = time.monotonic()
-        rc.search(q, k=K, complexity=400)
+        rc.search(q, k=K, complexity=200)
         full_s = time.monotonic() - t
         full = _rows_searched(rc)
         assert full == 3 * len(q)
         with pytest.raises(TimeoutError, match="did not answer within|deadline"):
-            rc.search(q, k=K, complexity=400, timeout_s=full_s / 10)
+            rc.search(q, k=K, complexity=200, timeout_s=full_s / 10)
         given_up = _rows_searched(rc) - full
         st = rc.stats()
     assert given_up < 3 * len(q) / 2, f"{given_up} rows searched after the timeout of a {3 * len(q)}-row search"
@@ -306,19 +306,19 @@ def test_a_cancelled_search_stops_its_actors_work(built):
 
     from stratavec.ray_collection import RayCollection, SearchCancelled
 
-    q = np.repeat(built["q"], 40, axis=0)
+    q = np.repeat(built["q"], 12, axis=0)
     with RayCollection(built["root"] / "ray-range") as rc:
         rc.search(q[:10], k=K)
         start = _rows_searched(rc)
         cancel = threading.Event()
         cancel.set()  # given up before it is sent: no query is searched
         with pytest.raises(SearchCancelled):
-            rc.search(q, k=K, complexity=400, cancel=cancel)
+            rc.search(q, k=K, complexity=200, cancel=cancel)
         assert _rows_searched(rc) - start < 3 * len(q) / 2
         assert rc.stats()["searches_cancelled"] == 1
         late = threading.Event()
         threading.Timer(0.05, late.set).start()
         try:
-            rc.search(q, k=K, complexity=400, cancel=late)
+            rc.search(q, k=K, complexity=200, cancel=late)
         except SearchCancelled:
             assert rc.stats()["calls_cancelled"] >= 1
