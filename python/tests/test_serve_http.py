@@ -161,6 +161,24 @@ def test_json_depth_counts_outside_strings_only():
     assert time.perf_counter() - t < 5
 
 
+def test_cli_flags_set_the_limits():
+    from stratavec.serve import _limits_from, _parser
+
+    p = _parser()
+    a = p.parse_args(["dir", "--max-queries", "7", "--max-results", "70", "--max-work", "700", "--max-k", "5",
+                      "--max-complexity", "99", "--body-timeout-s", "1.5", "--search-timeout-s", "3",
+                      "--max-concurrent", "2", "--max-queue", "0", "--max-body-mb", "0.5"])
+    assert _limits_from(a, p) == Limits(max_body_bytes=2**19, max_queries=7, max_k=5, max_results=70,
+                                        max_complexity=99, max_work=700, body_timeout_s=1.5,
+                                        search_timeout_s=3.0, max_concurrent=2, max_queue=0)
+    assert _limits_from(p.parse_args(["dir"]), p) == Limits()
+    with pytest.raises(SystemExit):
+        p.parse_args(["dir", "--max-body-mb", "1", "--max-body-bytes", "5"])
+    with pytest.raises(SystemExit):
+        _limits_from(p.parse_args(["dir", "--search-timeout-s", "0"]), p)
+    assert "0.0.0.0" in p.format_help()  # the help says what binding every interface exposes
+
+
 # ---------------------------------------------------------------- the server
 
 
