@@ -236,7 +236,7 @@ def _check_count(nq: int, field: str, limits: Limits) -> None:
         )
 
 
-def _vectors(value: Any, field: str, dim: int, limits: Limits) -> np.ndarray:
+def _vectors(value: Any, field: str, dim: int, limits: Limits, check_bools: bool = True) -> np.ndarray:
     """A JSON list of rows as a (nq, dim) float32 array, or 400 naming the
     first bad row (413 for more rows than max_queries)."""
     if not isinstance(value, list) or not value:
@@ -247,6 +247,11 @@ def _vectors(value: Any, field: str, dim: int, limits: Limits) -> np.ndarray:
         a = np.array(value)
     except (ValueError, TypeError, OverflowError):
         a = None  # ragged, or an integer beyond float: found below
+    # numpy turns true/false among numbers into 1.0/0.0: look for them
+    # only when the body could hold one (parse_search says).
+    if a is not None and a.ndim == 2 and a.dtype.kind in "iuf" and check_bools:
+        if any(isinstance(x, bool) for row in value for x in row):
+            a = None
     if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
         for i, row in enumerate(value):
             if not isinstance(row, list):
@@ -395,7 +400,7 @@ def parse_search(
     )
     if isinstance(rows, list) and rows:
         _check_work(len(rows), k, complexity, limits)
-    q = _vectors(rows, field_name, dim, limits)
+    q = _vectors(rows, field_name, dim, limits, check_bools=b"true" in body or b"false" in body)
     return SearchRequest(q, k, complexity, probe)
 
 

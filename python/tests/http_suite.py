@@ -202,6 +202,7 @@ def bad_input_cases(served: Dict[str, Any]) -> List[Case]:
          ("vectors, vector: expected one of them, found both",)),
         ("POST", "/search", {"vector": [v]}, "application/json", 400, ("vector: expected one vector",)),
         ("POST", "/search", {"vectors": [v, "x"]}, "application/json", 400, ("vectors[1]",)),
+        ("POST", "/search", {"vectors": [v[:-1] + [True]]}, "application/json", 400, ("vector", "true")),
         ("POST", "/search", [1, 2, 3], "application/json", 400, ("expected a JSON object",)),
         ("POST", "/search", b"{not json", "application/json", 400, ("body: expected JSON",)),
         ("POST", "/search", b"\xff\xfe", "application/json", 400, ("body: expected",)),

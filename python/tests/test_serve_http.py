@@ -99,6 +99,7 @@ def test_parse_json_and_binary():
         ({"vectors": [[1, 2, 3, 4], [1, 2]]}, None, None, 400, r"vectors\[1\]: expected 4 numbers"),
         ({"vectors": [[1, 2, "x", 4]]}, None, None, 400, r'vectors\[0\]\[2\]: expected a number, found "x"'),
         ({"vectors": []}, None, None, 400, "non-empty list"),
+        ({"vectors": [[1.5, 2, True, 4]]}, None, None, 400, r"vectors\[0\]\[2\]: expected a number, found true"),
         ({"vectors": "abc"}, None, None, 400, "vectors: expected a non-empty list of vectors, found a string"),
         ({"vector": [1, 2, 3, 4], "k": 0}, None, None, 400, r"k: expected an integer in 1\.\.50"),
         ({"vector": [1, 2, 3, 4], "k": 51}, None, None, 400, r"k: expected an integer in 1\.\.50 .*found 51"),
