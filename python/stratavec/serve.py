@@ -790,7 +790,7 @@ def serve_collection(
     127.0.0.1 is started if none: ``init_local_ray``). ``collection_kwargs``
     go to :class:`RayCollection` (``memory_budget_mb``,
     ``segments_per_actor``, ``max_retries``, ``io``). Waits up to
-    ``ready_timeout_s`` (Serve's own waits are not used: they give the
+    ``ready_timeout_s`` for the app to answer (Serve's own waits give the
     proxy a fixed 60 s, too little on a busy machine). Stop with
     :func:`stop_serving`."""
     from .ray_collection import init_local_ray, require_ray
@@ -801,14 +801,20 @@ def serve_collection(
     if not ray.is_initialized():
         init_local_ray()
     deadline = time.monotonic() + ready_timeout_s
-    serve.start(http_options={"host": host, "port": port})
+    # Serve gives its proxies a fixed 60 s (HTTP_PROXY_TIMEOUT) in
+    # serve.start and again in run_many, and serve.run waits for the app
+    # without a bound. None of those waits decides here: on their timeout
+    # the controller and proxies go on starting, and GET /health below
+    # waits for them up to ready_timeout_s.
+    try:
+        serve.start(http_options={"host": host, "port": port})
+    except TimeoutError:
+        pass
     app = build_app(dir, limits=limits, **collection_kwargs)
     try:
-        # Not waiting for the app: serve.run would wait for it without a
-        # bound and then give the proxy 60 s; /health below is the wait.
         serve.run_many([serve.RunTarget(target=app, name=APP_NAME, route_prefix="/")],
-                       wait_for_applications_running=False)
-    except TimeoutError:  # "Proxies not available after 60s": keep waiting, to our own deadline
+                       wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    except TimeoutError:
         pass
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
     last = "no answer"
