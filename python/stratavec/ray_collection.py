@@ -750,8 +750,15 @@ class RayCollection:
                 if self._receive(ref, calls[i].segment, attempts[i], answers, i):
                     attempts[i] += 1
                     # Ray queues calls to a restarting actor; the pause only
-                    # spaces retries out when the restart itself keeps failing.
-                    time.sleep(min(2.0, 0.05 * 2 ** (attempts[i] - 1)))
+                    # spaces retries out when the restart itself keeps
+                    # failing (and ends at the deadline or a cancel).
+                    pause = min(2.0, 0.05 * 2 ** (attempts[i] - 1))
+                    if deadline is not None:
+                        pause = min(pause, max(0.0, deadline - time.monotonic()))
+                    if cancel is not None:
+                        cancel.wait(pause)
+                    else:
+                        time.sleep(pause)
                     self._check_stop(calls, pending, deadline, cancel)
                     pending[self._submit(calls[i], k, threads, kw, deadline)] = i
         except BaseException:
