@@ -60,9 +60,10 @@ def cluster():
     """A local Ray cluster for the module: 4 worker CPUs on this machine."""
     if ray is None:
         pytest.skip("Ray is not installed: pip install 'stratavec[ray]'")
-    from stratavec.ray_collection import init_local_ray, shutdown_ray
+    import local_ray
+    from stratavec.ray_collection import shutdown_ray
 
-    init_local_ray(num_cpus=4, object_store_memory=200 * 2**20, log_to_driver=False)
+    local_ray.start(num_cpus=4, object_store_memory=200 * 2**20, log_to_driver=False)
     yield
     shutdown_ray()
 

@@ -196,12 +196,11 @@ def ray_cluster():
     SIGINT/SIGTERM handling is the same after as before."""
     if ray is None:
         pytest.skip("Ray is not installed: pip install 'stratavec[ray]'")
-    from stratavec.ray_collection import init_local_ray, shutdown_ray
+    import local_ray
+    from stratavec.ray_collection import shutdown_ray
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    t = time.monotonic()
-    init_local_ray(num_cpus=2, object_store_memory=100 * 2**20, log_to_driver=False)
-    started_s = time.monotonic() - t
+    started_s = local_ray.start(num_cpus=2, object_store_memory=100 * 2**20, log_to_driver=False)
     assert {s: signal.getsignal(s) for s in before} == before, "ray.init changed the signal handlers"
     try:
         yield started_s
