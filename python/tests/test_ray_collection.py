@@ -286,19 +286,24 @@ def test_a_timed_out_search_stops_its_actors_work(built):
     batch holds, and the timeout and the cancelled calls are counted."""
     from stratavec.ray_collection import RayCollection
 
-    q = np.repeat(built["q"], 12, axis=0)  # 720 queries, 12 chunks a segment
+    q = np.repeat(built["q"], 24, axis=0)  # 1440 queries, 23 chunks a segment
     with RayCollection(built["root"] / "ray-range") as rc:
-        t = time.monotonic()
-        rc.search(q, k=K, complexity=200)
-        full_s = time.monotonic() - t
+        # The fastest of two whole searches (warm): a timeout of a
+        # twentieth of it ends the search early even if the machine gets
+        # less busy in between.
+        times = []
+        for _ in range(2):
+            t = time.monotonic()
+            rc.search(q, k=K, complexity=100)
+            times.append(time.monotonic() - t)
         full = _rows_searched(rc)
-        assert full == 3 * len(q)
+        assert full == 2 * 3 * len(q)
         with pytest.raises(TimeoutError, match="did not answer within|deadline"):
-            rc.search(q, k=K, complexity=200, timeout_s=full_s / 10)
+            rc.search(q, k=K, complexity=100, timeout_s=min(times) / 20)
         given_up = _rows_searched(rc) - full
         st = rc.stats()
     assert given_up < 3 * len(q) / 2, f"{given_up} rows searched after the timeout of a {3 * len(q)}-row search"
-    assert st["searches_timed_out"] == 1 and st["searches"] == 1, st
+    assert st["searches_timed_out"] == 1 and st["searches"] == 2, st
 
 
 @needs_ray

@@ -429,17 +429,23 @@ def test_an_internal_error_is_500_with_an_id_and_the_details_in_the_log(direct_a
 
 
 @needs_ray
-def test_an_unavailable_segment_is_503_without_its_path(ray_cluster, collection_dir):
-    from stratavec.serve import CollectionApp
+def test_an_unavailable_segment_is_503_without_its_path(direct_app, collection_dir, monkeypatch):
+    """The collection's error names the segment's directory and Ray's
+    error; the answer names only the segment (test_ray_collection.py makes
+    a real actor fail past max_retries)."""
+    from stratavec.ray_collection import SegmentUnavailableError
 
-    path, q = collection_dir
-    app = CollectionApp(str(path), {"max_retries": 0}, Limits(**LIMITS))
-    try:
-        app.collection.kill_segment_actor(1)
-        body = json.dumps({"vectors": q[:4].tolist(), "k": 3}).encode()
-        status, doc, headers = _answer(asyncio.run(app(_request("POST", "/search", body))))
-    finally:
-        app.collection.close()
+    app, (path, q) = direct_app, collection_dir
+
+    def unavailable(*args, **kw):
+        raise SegmentUnavailableError(
+            1, f"segment 1 ({path}/seg-0001): its actor failed 1 times in one search (max_retries = 0); "
+               "last error: ActorDiedError: The actor died on node 10.1.2.3 (pid 4242)"
+        )
+
+    monkeypatch.setattr(app.collection, "search", unavailable)
+    body = json.dumps({"vectors": q[:4].tolist(), "k": 3}).encode()
+    status, doc, headers = _answer(asyncio.run(app(_request("POST", "/search", body))))
     assert status == 503, doc
     assert doc["error"] == "search: segment 1 is unavailable (its actor kept failing); retry later"
     assert headers.get("retry-after") == "1"
