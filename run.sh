@@ -32,3 +32,7 @@ echo "== data: $label, n=$n, d=$d; memory budget $budget MB"
   --graph-degree 64 --complexity 128 --alpha 1.2 --pq-bytes 48
 "$bin" search "$index" "$data/query.fbin" --gt "$data/gt.ibin" -k 10 \
   -L 20 40 60 100 --beam-width 4 --memory-budget-mb "$budget" --in-flight 16
+echo
+echo "== every profile beside DiskANN (C++, Rust), hnswlib, LanceDB and faiss on the full 384-d and 768-d sets:"
+echo "   BENCHMARKS.md, section \"Headline: every profile beside every peer, on both real data sets\""
+echo "   (measured by: python3 benchmarks/bench.py run benchmarks/scenarios/headline.toml)"

@@ -73,16 +73,25 @@ def backend(d) -> str:
                  if s.is_stratavec and s.first.get("io_backend")), "—")
 
 
+def rounds_done(d) -> int:
+    """Rounds every system completed (a stopped run has fewer than asked)."""
+    per = [len(rounds.by_round(s.round_rows)) for s in d.systems.values()]
+    return min(per) if per else 0
+
+
 def caption(d, run: dict, lat_run: dict, path: str, lat_path: str | None) -> list[str]:
     budget = rounds.num(run.get("memory_budget_bytes")) or 0
     m = run.get("machine") or {}
+    done, asked = rounds_done(d), run.get("rounds")
+    rnds = f"{done} rounds" if done == asked else f"{done} of {asked} rounds (the run was stopped)"
     lines = [f"**{d.name}** · n={d.n:,}, d={d.d} · {d.nq:,} queries · k=10 · memory budget "
              f"{budget / 1e6:.1f} MB (20% of the raw vectors) · {run.get('threads')} threads · "
-             f"{run.get('rounds')} rounds · {m.get('ncpu')} vCPU {m.get('cpu_model')}, "
+             f"{rnds} · {m.get('ncpu')} vCPU {m.get('cpu_model')}, "
              f"{run.get('simd')} kernel, I/O {backend(d)}.", ""]
     lines.append(f"Raw rows `{os.path.relpath(path)}`; command: `{run.get('command')}`" +
                  (f"; one query at a time: `{os.path.relpath(lat_path)}`, `{lat_run.get('command')}`"
-                  if lat_path else "") + ".")
+                  if lat_path else "; one query at a time: not measured yet (the scenario's "
+                  "`-latency` run), so its column is empty") + ".")
     return lines + [""]
 
 

@@ -124,6 +124,14 @@ def check_search_json(served: Dict[str, Any]) -> None:
         status, doc, _ = call(served, "POST", "/search/", {"vector": q[3].tolist(), "k": 4, "complexity": COMPLEXITY}, ctype)
         assert status == 200, (ctype, doc)
         assert_answers(doc, *reference(served, q[3:4], k=4))
+    # null is the default, in both servers: a client that sends None for an
+    # option it leaves unset gets what leaving it out gives.
+    nulls = {"k": None, "complexity": None}
+    if served["kind"] == "collection":
+        nulls["probe"] = None
+    status, doc, _ = call(served, "POST", "/search", {"vector": q[5].tolist(), **nulls}, "application/json")
+    assert status == 200, doc
+    assert len(doc["ids"][0]) == 10, doc
 
 
 def check_search_binary(served: Dict[str, Any]) -> None:

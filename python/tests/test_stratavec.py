@@ -255,7 +255,10 @@ def test_ctrl_c_stops_build(tmp_path, monkeypatch):
     stratavec.build_index(x, tmp_path / "i", **p)
     before = (tmp_path / "i" / "manifest.json").read_bytes()
     monkeypatch.setenv("STRATAVEC_TEST_PAUSE_AT", "graph")
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    # Python's own SIGINT handling, whatever an earlier test (Ray) left,
+    # delivered to the main thread (Ray's threads may not block SIGINT).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     t = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):

@@ -16,12 +16,14 @@ mod cmd_gt;
 mod cmd_info;
 mod cmd_relayout;
 mod cmd_search;
+mod cmd_serve;
 mod cmd_shuffle;
 mod cmd_synth;
 mod measured;
 mod params;
 mod progress;
 mod search_target;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -45,6 +47,9 @@ enum Command {
     BuildCollection(cmd_build_collection::Args),
     /// Search an index with a query file; report recall against ground truth.
     Search(cmd_search::Args),
+    /// Serve an index or collection over HTTP on this machine (POST /search,
+    /// GET /health, GET /stats), without Ray.
+    Serve(cmd_serve::Args),
     /// Compute exact ground truth (brute force) into an .ibin file.
     Gt(cmd_gt::Args),
     /// Show an index's manifest, sizes and build report.
@@ -69,6 +74,7 @@ fn main() {
         Command::Build(a) => cmd_build::run(a),
         Command::BuildCollection(a) => cmd_build_collection::run(a),
         Command::Search(a) => cmd_search::run(a),
+        Command::Serve(a) => cmd_serve::run(a),
         Command::Gt(a) => cmd_gt::run(a),
         Command::Info(a) => cmd_info::run(a),
         Command::Convert(a) => cmd_convert::run(a),

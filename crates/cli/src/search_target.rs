@@ -1,16 +1,63 @@
-//! What `search` (and the bench) can search: an index, or a collection of
-//! segment indexes (`stratavec build-collection`), behind one small
-//! surface, so a collection is accepted wherever an index is.
+//! What `search`, `serve` (and the bench) can search: an index, or a
+//! collection of segment indexes (`stratavec build-collection`), behind one
+//! small surface, so a collection is accepted wherever an index is.
 
 use anyhow::Result;
 use std::path::Path;
 use stratavec::collection::{is_collection, Collection, Probe};
-use stratavec::search::Switches;
+use stratavec::data::{DType, Metric};
+use stratavec::search::{QueryStats, Switches};
 use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
 
-/// An index or a collection, as `search` sees it: one trait object, so the
-/// command never asks which it holds.
-pub trait Target {
+/// One batch's answer as a server reports it: the ids a user knows (those
+/// the index was built with, a collection's global ids; -1 for an empty
+/// slot), `k` a query. A failed query's row is all -1 and infinity, never a
+/// silently shorter answer.
+#[derive(Clone, Debug, Default)]
+pub struct Answer {
+    pub k: usize,
+    pub ids: Vec<i64>,
+    pub dists: Vec<f32>,
+    /// Per query: the error that failed it, if any.
+    pub errors: Vec<Option<String>>,
+    /// The queries' counters, summed.
+    pub totals: QueryStats,
+    pub wall_s: f64,
+    /// Collections: the merge's part of `wall_s` and the queries each
+    /// segment searched (empty for an index).
+    pub merge_s: f64,
+    pub segment_queries: Vec<usize>,
+    pub io_wait_s: f64,
+    pub io_backend: String,
+}
+
+/// An index or a collection, as `search` and `serve` see it: one trait
+/// object, so the commands never ask which it holds. `Send + Sync`: the
+/// server searches it from several threads at once.
+pub trait Target: Send + Sync {
+    /// "index" or "collection", as messages and `/health` name it.
+    fn kind(&self) -> &'static str;
+    fn metric(&self) -> Metric;
+    /// The element type of the vectors: a u8 or i8 index takes integer
+    /// query components in its range only.
+    fn dtype(&self) -> DType;
+    /// Segments a query can probe: 1 for an index.
+    fn segment_count(&self) -> usize;
+    /// A collection's partition ("range", "kmeans"); `None` for an index.
+    fn partition(&self) -> Option<String>;
+    /// The largest k a search can ask: the vectors held, and for a
+    /// collection those of its smallest segment (each segment it searches
+    /// is asked for k of its own).
+    fn max_k(&self) -> usize;
+    /// `queries` searched with the ids a user knows (unlike [`Target::search`],
+    /// whose collection answer must be row numbers to be measured).
+    fn answer(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        probe: Option<&Probe>,
+    ) -> Result<Answer>;
     fn dim(&self) -> usize;
     fn len(&self) -> usize;
     /// The profile, as a line for the header.
@@ -57,6 +104,48 @@ pub fn open(dir: &Path, opts: &OpenOptions, probe: Option<&Probe>) -> Result<Box
 }
 
 impl Target for Index {
+    fn kind(&self) -> &'static str {
+        "index"
+    }
+    fn metric(&self) -> Metric {
+        Index::metric(self)
+    }
+    fn dtype(&self) -> DType {
+        self.manifest.dtype
+    }
+    fn segment_count(&self) -> usize {
+        1
+    }
+    fn partition(&self) -> Option<String> {
+        None
+    }
+    fn max_k(&self) -> usize {
+        self.len()
+    }
+    fn answer(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        _probe: Option<&Probe>,
+    ) -> Result<Answer> {
+        let res = self.search_batch(queries, dim, params)?;
+        let mut ids = self.result_ids(&res.ids);
+        let mut dists = res.dists.clone();
+        blank_failed(&res.errors, res.k, &mut ids, &mut dists);
+        Ok(Answer {
+            k: res.k,
+            ids,
+            dists,
+            totals: res.total(),
+            errors: res.errors,
+            wall_s: res.wall_s,
+            merge_s: 0.0,
+            segment_queries: Vec::new(),
+            io_wait_s: res.io_wait_s,
+            io_backend: res.io_backend,
+        })
+    }
     fn dim(&self) -> usize {
         Index::dim(self)
     }
@@ -102,6 +191,51 @@ impl Target for Index {
 }
 
 impl Target for Collection {
+    fn kind(&self) -> &'static str {
+        "collection"
+    }
+    fn metric(&self) -> Metric {
+        Collection::metric(self)
+    }
+    fn dtype(&self) -> DType {
+        Collection::dtype(self)
+    }
+    fn segment_count(&self) -> usize {
+        self.segments().len()
+    }
+    fn partition(&self) -> Option<String> {
+        Some(self.manifest.partition.to_string())
+    }
+    fn max_k(&self) -> usize {
+        self.segments().iter().map(|s| s.len()).min().unwrap_or(0)
+    }
+    fn answer(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        probe: Option<&Probe>,
+    ) -> Result<Answer> {
+        let r = self.search_batch(queries, dim, params, &probe.copied().unwrap_or_default())?;
+        let (mut ids, mut dists) = (r.ids, r.dists);
+        blank_failed(&r.errors, r.k, &mut ids, &mut dists);
+        let mut totals = QueryStats::default();
+        for s in &r.stats {
+            totals += *s;
+        }
+        Ok(Answer {
+            k: r.k,
+            ids,
+            dists,
+            errors: r.errors,
+            totals,
+            wall_s: r.wall_s,
+            merge_s: r.merge_s,
+            segment_queries: r.segment_queries,
+            io_wait_s: r.io_wait_s,
+            io_backend: r.io_backend,
+        })
+    }
     fn dim(&self) -> usize {
         Collection::dim(self)
     }
@@ -158,5 +292,16 @@ impl Target for Collection {
             "{}: expected an index, found a collection (range search is for indexes)",
             self.dir.display()
         )
+    }
+}
+
+/// A failed query's partial list is not a result: its row becomes -1 and
+/// infinity (as `stratavec.Index.search` in Python answers it).
+fn blank_failed(errors: &[Option<String>], k: usize, ids: &mut [i64], dists: &mut [f32]) {
+    for (q, e) in errors.iter().enumerate() {
+        if e.is_some() {
+            ids[q * k..(q + 1) * k].fill(-1);
+            dists[q * k..(q + 1) * k].fill(f32::INFINITY);
+        }
     }
 }

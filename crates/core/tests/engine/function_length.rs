@@ -75,7 +75,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn check(sources: &[(String, String)], known: &[(&str, &str)]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut excused = vec![false; known.len()];
-    for (path, text) in sources {
+    let (sources, test_files) = out_of_line_tests(sources);
+    for (path, text) in &sources {
+        if test_files.contains(path) {
+            continue;
+        }
         let functions = match functions(text) {
             Ok(f) => f,
             Err(e) => {
@@ -99,6 +103,62 @@ fn check(sources: &[(String, String)], known: &[(&str, &str)]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Test modules kept in a file of their own, declared as
+/// `#[cfg(test)] #[path = "x_tests.rs"] mod tests;`: each declaration is
+/// read as an empty inline test module, and the file it names (from the
+/// declaring file's folder) is left out of the scan, as the tests are.
+/// Without the `#[path]` the scanner cannot tell where the file is, and the
+/// declaration stays an error.
+fn out_of_line_tests(sources: &[(String, String)]) -> (Vec<(String, String)>, Vec<String>) {
+    let mut files = Vec::new();
+    let out = sources
+        .iter()
+        .map(|(path, text)| {
+            let mut text = text.clone();
+            let marker = "#[cfg(test)]";
+            let mut from = 0;
+            while let Some(at) = text[from..].find(marker).map(|i| i + from) {
+                from = at + marker.len();
+                let rest = text[from..].trim_start();
+                let Some(attr) = rest.strip_prefix("#[path = \"") else {
+                    continue;
+                };
+                let Some(close) = attr.find("\"]") else {
+                    continue;
+                };
+                let target = &attr[..close];
+                let decl = attr[close + 2..].trim_start();
+                let Some(semi) = decl.find(';') else { continue };
+                let head = &decl[..semi];
+                if !head.starts_with("mod ") || head.contains('{') {
+                    continue;
+                }
+                let dir = std::path::Path::new(path).parent().unwrap_or(Path::new(""));
+                files.push(normalise(&dir.join(target)));
+                let end = text.len() - decl.len() + semi;
+                text.replace_range(end..end + 1, " {}");
+            }
+            (path.clone(), text)
+        })
+        .collect();
+    (out, files)
+}
+
+/// `a/b/../c.rs` as `a/c.rs` (paths stay relative to the workspace root).
+fn normalise(p: &Path) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.iter().map(|c| c.to_str().unwrap_or("")) {
+        match c {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            c => parts.push(c),
+        }
+    }
+    parts.join("/")
 }
 
 fn report(problems: &[String], what: &str) -> String {
@@ -560,6 +620,24 @@ fn scanner_refuses_what_it_cannot_read() {
         let e = functions(src).expect_err(src);
         assert!(e.contains(why), "{src:?}: {e}");
     }
+}
+
+/// A test module in a file of its own, named by `#[path]`: the declaring
+/// file scans, and the test file (whatever its length) is not read.
+#[test]
+fn an_out_of_line_test_module_with_a_path_is_left_out() {
+    let long = function_of("long_test", LIMIT + 10);
+    let sources = vec![
+        (
+            "crates/x/src/a/b.rs".to_string(),
+            "fn short() {}\n#[cfg(test)]\n#[path = \"b_tests.rs\"]\nmod tests;\n".to_string(),
+        ),
+        ("crates/x/src/a/b_tests.rs".to_string(), long.clone()),
+        ("crates/x/src/c.rs".to_string(), long),
+    ];
+    let found = check(&sources, &[]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("crates/x/src/c.rs:"), "{found:?}");
 }
 
 /// The check fails on a function of 151 lines and passes one of 150; a
