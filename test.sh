@@ -14,7 +14,8 @@ step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 # A test whose data, tool or hardware is missing says so
 # (`stratavec_testkit::skipped`, pytest's skips) and is listed at the end;
-# what this script provides (the real data, the Python) must not be missing:
+# what this script provides (the real data, the Python, the server binary
+# for the Python HTTP tests: rust-serve) must not be missing:
 # STRATAVEC_REQUIRE turns those skips into failures.
 export STRATAVEC_SKIP_LOG="$PWD/.cache/skipped.txt"
 : > "$STRATAVEC_SKIP_LOG"
@@ -59,7 +60,12 @@ step "python tests"
 # LTO or an optimised Parquet/Arrow stack, which a release build takes
 # ~5 minutes of CI to compile; Cargo.toml says more).
 VIRTUAL_ENV="$PWD/$venv" "$venv/bin/maturin" develop --profile pytest -q -m python/Cargo.toml
-"$venv/bin/python" -m pytest -q -rs --durations=10 python/tests benchmarks/peers/tests benchmarks/tests \
+# The HTTP contract suite runs against the Rust server too
+# (python/tests/test_serve_rust.py): the binary `cargo test` built above.
+# rust-serve in STRATAVEC_REQUIRE makes its absence a failure, not a skip.
+export STRATAVEC_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/stratavec"
+STRATAVEC_REQUIRE="$STRATAVEC_REQUIRE,rust-serve" \
+  "$venv/bin/python" -m pytest -q -rs --durations=10 python/tests benchmarks/peers/tests benchmarks/tests \
   scripts/datasets/tests
 
 step "interrupted builds (tests/interrupts.py)"

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -121,13 +120,11 @@ def main() -> None:
             mine = probes if shrink in (None, 0.5) else [p for p in probes if p != 1]
             systems.append((name, dict(info, probe_shrink=shrink), search_coll, mine))
         if a.ray and len(c.segments) == 4:
-            from stratavec.ray_collection import RayCollection, require_ray
+            from stratavec.ray_collection import RayCollection, init_local_ray, require_ray
 
             ray = require_ray()
-            if not ray.is_initialized():
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-                         object_store_memory=200 * 1024 * 1024, log_to_driver=False)
+            if not ray.is_initialized():  # on 127.0.0.1 only
+                init_local_ray(num_cpus=2, object_store_memory=200 * 1024 * 1024, log_to_driver=False)
             rc = RayCollection(d, memory_budget_mb=a.budget_mb)
 
             def search_ray(L, probe, rc=rc):

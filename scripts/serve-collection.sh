@@ -47,16 +47,14 @@ else
   mkdir -p "$(dirname "$coll")"
   "$py" - "$data/base.fbin" "$coll" "$partition" "$budget" "$cpus" <<'EOF'
 import json, sys
-import ray
-from stratavec.ray_collection import build_collection_ray
+from stratavec.ray_collection import build_collection_ray, init_local_ray, shutdown_ray
 
 base, coll, partition, budget, cpus = sys.argv[1:]
-ray.init(num_cpus=int(cpus), object_store_memory=200 * 2**20, include_dashboard=False,
-         log_to_driver=False, _node_ip_address="127.0.0.1")
+init_local_ray(num_cpus=int(cpus), object_store_memory=200 * 2**20, log_to_driver=False)  # 127.0.0.1 only
 try:
     r = build_collection_ray(base, coll, segments=4, partition=partition, memory_budget_mb=float(budget))
 finally:
-    ray.shutdown()
+    shutdown_ray()
 print(f"built {coll}: {r['n']} vectors, segments {r['segments']}, partition {r['partition_s']:.1f} s, "
       f"builds {r['build_s']:.1f} s ({r['threads_per_segment']} threads a segment), commit {r['commit_s']:.1f} s",
       file=sys.stderr)

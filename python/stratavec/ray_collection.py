@@ -21,8 +21,10 @@ it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import threading
 import time
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
@@ -35,12 +37,23 @@ from stratavec.collection import load_vectors, segment_plan, staging_dir
 __all__ = [
     "build_collection_ray",
     "RayCollection",
+    "SearchCancelled",
     "SegmentBuildError",
     "SegmentUnavailableError",
+    "init_local_ray",
     "require_ray",
+    "shutdown_ray",
+    "signals_kept",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Queries a segment actor searches between two looks at its deadline and
+# its cancellation flag (at least; more with many threads, so each chunk
+# still keeps every thread busy).
+CHUNK_ROWS = 64
+# How often a search waiting on its actors looks at its cancel event.
+CANCEL_POLL_S = 0.1
 
 RAY_MISSING = (
     "stratavec's Ray backend needs Ray: pip install 'stratavec[ray]' "
@@ -92,6 +105,77 @@ def require_ray() -> Any:
         # directory) imports as an empty namespace package.
         raise ImportError(f"{RAY_MISSING}; found a 'ray' that is not Ray: {getattr(ray, '__path__', ray)}")
     return ray
+
+
+class SearchCancelled(RuntimeError):
+    """A segment search stopped part-way because its caller gave up on it
+    (its deadline passed, or the call was cancelled)."""
+
+
+@contextlib.contextmanager
+def signals_kept(signums: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Any:
+    """Puts back the Python handlers of ``signums`` on exit.
+
+    ``ray.init`` installs its own SIGTERM handler and Ray's native code may
+    take over signals: a library or test that starts Ray must not change
+    how the process answers Ctrl-C (``KeyboardInterrupt``) afterwards.
+    Re-installing the saved handler also re-arms Python's native one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal.signal works only on the main thread
+        return
+    saved = {s: signal.getsignal(s) for s in signums}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            if handler is not None:  # None: not installed from Python, nothing to restore
+                signal.signal(s, handler)
+
+
+def init_local_ray(**kwargs: Any) -> Any:
+    """Start a Ray cluster on this machine only: every Ray process listens
+    on 127.0.0.1, token authentication stays as Ray sets it, and the
+    process's SIGINT/SIGTERM handlers are left as they were.
+
+    ``kwargs`` go to ``ray.init`` (``num_cpus``, ``object_store_memory``,
+    ...); ``include_dashboard`` defaults to False.
+
+    Why the environment variable: ``ray.init(_node_ip_address="127.0.0.1")``
+    alone is not enough on Linux, where Ray replaces a loopback address by
+    the machine's routable one (``services.resolve_ip_for_localhost``) and
+    its servers then listen on every interface. With
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (Ray's switch for single-machine
+    clusters) the node address stays 127.0.0.1, and Ray's servers bind the
+    node address when it is loopback. Set only while the cluster starts, so
+    a later ``ray.init(address=...)`` of this process can join a real
+    cluster. (Ray Serve replicas also open a gRPC port on every interface;
+    :mod:`stratavec.serve` binds that one to loopback itself.)"""
+    ray = require_ray()
+    from ray._private import ray_constants
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs.setdefault("include_dashboard", False)
+    kwargs.setdefault("_node_ip_address", "127.0.0.1")
+    var = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    old_env, old_flag = os.environ.get(var), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[var] = "0"  # the processes ray.init starts (raylet, GCS, agents) read it
+    ray_constants.ENABLE_RAY_CLUSTER = False  # this one read it when ray was imported
+    try:
+        with signals_kept():
+            return ray.init(**kwargs)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = old_flag
+        if old_env is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old_env
+
+
+def shutdown_ray() -> None:
+    """``ray.shutdown()``, leaving SIGINT/SIGTERM handling as it was."""
+    ray = require_ray()
+    with signals_kept():
+        ray.shutdown()
 
 
 def _one_line(e: BaseException) -> str:
@@ -289,7 +373,7 @@ def build_collection_ray(
     t_part = time.perf_counter()
 
     if not ray.is_initialized():
-        ray.init()  # what a first remote call would do: a local cluster
+        init_local_ray()  # what a first remote call would do, on 127.0.0.1 only
     if threads is None:
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         threads = max(1, int(cpus // max(1, min(segments, cpus))))
@@ -355,6 +439,10 @@ class SegmentHost:
             i: stratavec.Index.open(d, memory_budget_mb=b, io=io, **open_kwargs)
             for i, (d, b) in segments.items()
         }
+        # Queries searched and calls stopped part-way, since this process
+        # started: what shows that a cancelled search's work did stop.
+        self._rows = 0
+        self._stopped = 0
 
     def ping(self) -> int:
         """The actor's process id (changes when Ray restarts it)."""
@@ -362,7 +450,8 @@ class SegmentHost:
 
     def describe(self) -> Dict[int, Dict[str, Any]]:
         return {
-            i: {"n": ix.n, "memory": ix.memory(), "io": ix.io_backend, "pid": os.getpid()}
+            i: {"n": ix.n, "memory": ix.memory(), "io": ix.io_backend, "pid": os.getpid(),
+                "rows_searched": self._rows, "calls_stopped": self._stopped}
             for i, ix in self._indexes.items()
         }
 
@@ -374,20 +463,51 @@ class SegmentHost:
         complexity: Optional[int],
         threads: Optional[int],
         search_kwargs: Dict[str, Any],
+        deadline: Optional[float] = None,
     ) -> Tuple[np.ndarray, np.ndarray]:
         """Segment ``segment``'s top ``k`` for ``queries``, padded with
         inf / -1 when the segment holds fewer than ``k`` vectors (a segment
-        search asks for at most its size)."""
+        search asks for at most its size).
+
+        The rows go to the engine in chunks; between chunks the search
+        stops (SearchCancelled) once ``deadline`` (``time.time()``) has
+        passed or the caller cancelled the call (``ray.cancel`` only flags
+        a running actor call), so a request the server gave up on does not
+        keep a core busy to the end of its batch."""
         index = self._indexes[segment]
         kk = min(k, index.n)
         kw = dict(search_kwargs)
         if complexity is not None:
             kw["complexity"] = complexity
-        D, I = index.search(queries, kk, threads=threads, **kw)
+        step = max(CHUNK_ROWS, 16 * (threads or os.cpu_count() or 1))
+        parts = []
+        for first in range(0, queries.shape[0], step):
+            why = _stop_reason(deadline)
+            if why:
+                self._stopped += 1
+                raise SearchCancelled(f"segment {segment}: stopped after {first} of {queries.shape[0]} queries: {why}")
+            parts.append(index.search(queries[first:first + step], kk, threads=threads, **kw))
+            self._rows += min(step, queries.shape[0] - first)
+        D = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
+        I = np.concatenate([i for _, i in parts]) if len(parts) > 1 else parts[0][1]
         if kk < k:
             D = np.concatenate([D, np.full((D.shape[0], k - kk), np.inf, np.float32)], axis=1)
             I = np.concatenate([I, np.full((I.shape[0], k - kk), -1, np.int64)], axis=1)
         return D, I
+
+
+def _stop_reason(deadline: Optional[float]) -> Optional[str]:
+    """Why an actor's search should stop now, or None."""
+    if deadline is not None and time.time() > deadline:
+        return "its deadline passed"
+    try:
+        import ray
+
+        if ray.get_runtime_context().is_canceled():
+            return "it was cancelled"
+    except Exception:  # not in a Ray task (a direct call), or an older Ray
+        pass
+    return None
 
 
 class RayCollection:
@@ -479,6 +599,9 @@ class RayCollection:
             "segment_calls": 0,
             "retries": 0,
             "actor_failures": 0,
+            "searches_timed_out": 0,
+            "searches_cancelled": 0,
+            "calls_cancelled": 0,
             "route_s": 0.0,
             "fanout_wait_s": 0.0,
             "merge_s": 0.0,
@@ -527,6 +650,7 @@ class RayCollection:
         threads: Optional[int] = None,
         timeout_s: Optional[float] = None,
         probe_shrink: Optional[float] = None,
+        cancel: Optional[threading.Event] = None,
         **search_kwargs: Any,
     ) -> Tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest of each query over the segments it routes to.
@@ -542,11 +666,15 @@ class RayCollection:
 
         Raises SegmentUnavailableError when a segment's actor failed more
         than ``max_retries`` times in this call, TimeoutError after
-        ``timeout_s``, and the search's own errors (ValueError, OSError) as
-        they are.
+        ``timeout_s``, SearchCancelled once ``cancel`` (an Event another
+        thread sets) is set, and the search's own errors (ValueError,
+        OSError) as they are. On a timeout or cancel the actor calls still
+        outstanding are cancelled and stop between chunks of queries: the
+        work behind a search given up on does not go on.
         """
         ray = self._ray
         t0 = time.perf_counter()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         q = self._check_queries(queries)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.n:
             raise ValueError(f"k: expected an integer in 1..{self.n} (the collection's vectors), found {k!r}")
@@ -571,7 +699,7 @@ class RayCollection:
                 calls[i] = _Call(seg, l, shared, rows)
             else:
                 calls[i] = _Call(seg, l, q[rows], rows)
-        answers = self._fan_out(calls, k, threads, search_kwargs, timeout_s)
+        answers = self._fan_out(calls, k, threads, search_kwargs, deadline, cancel)
         t_wait = time.perf_counter()
         parts = [(calls[i].rows, answers[i][0], answers[i][1]) for i in sorted(answers)]
         D, I = stratavec.merge_results(nq, k, parts)
@@ -586,57 +714,108 @@ class RayCollection:
             st["total_s"] += t_end - t0
         return D, I
 
-    def _submit(self, call: "_Call", k, threads, kw) -> Any:
+    def _submit(self, call: "_Call", k, threads, kw, deadline: Optional[float]) -> Any:
         actor = self._actors[self._actor_of[call.segment]]
         with self._lock:
             self._stats["segment_calls"] += 1
-        return actor.search.remote(call.segment, call.queries, k, call.complexity, threads, kw)
+        # The actor gets the deadline as wall-clock time (its own monotonic
+        # clock is another machine's); the driver waits on its monotonic one.
+        wall = None if deadline is None else time.time() + (deadline - time.monotonic())
+        return actor.search.remote(call.segment, call.queries, k, call.complexity, threads, kw, wall)
 
-    def _fan_out(self, calls, k, threads, kw, timeout_s) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+    def _fan_out(
+        self, calls, k, threads, kw, deadline: Optional[float], cancel: Optional[threading.Event]
+    ) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
         """Each call's answer; a call whose actor died is resent (after a
-        short wait while Ray restarts it) up to max_retries times."""
+        short wait while Ray restarts it) up to max_retries times. Whatever
+        ends the wait early (deadline, cancel, an error) cancels the calls
+        still outstanding."""
         ray = self._ray
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pending = {self._submit(c, k, threads, kw): i for i, c in calls.items()}
+        self._check_stop(calls, {}, deadline, cancel)  # given up already: send nothing
+        pending = {self._submit(c, k, threads, kw, deadline): i for i, c in calls.items()}
         attempts = {i: 0 for i in calls}
         answers: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
-        while pending:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=left)
-            if not done:
-                late = sorted({calls[i].segment for i in pending.values()})
-                raise TimeoutError(f"search: segments {late} did not answer within timeout_s = {timeout_s}")
-            ref = done[0]
-            i = pending.pop(ref)
-            seg = calls[i].segment
-            try:
-                answers[i] = ray.get(ref)
-            except self._actor_errors as e:
-                with self._lock:
-                    self._stats["actor_failures"] += 1
-                    self._segment_failures[seg] += 1
-                if attempts[i] >= self.max_retries:
-                    raise SegmentUnavailableError(
-                        seg,
-                        f"segment {seg} ({self.info['segments'][seg]['dir']}): its actor failed "
-                        f"{attempts[i] + 1} times in one search (max_retries = {self.max_retries}); "
-                        f"last error: {_one_line(e)}",
-                    ) from e
-                attempts[i] += 1
-                with self._lock:
-                    self._stats["retries"] += 1
-                # Ray queues calls to a restarting actor; the pause only
-                # spaces retries out when the restart itself keeps failing.
-                time.sleep(min(2.0, 0.05 * 2 ** (attempts[i] - 1)))
-                pending[self._submit(calls[i], k, threads, kw)] = i
+        try:
+            while pending:
+                self._check_stop(calls, pending, deadline, cancel)
+                # Short waits when someone may cancel, so a cancel is seen soon.
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if cancel is not None:
+                    left = CANCEL_POLL_S if left is None else min(left, CANCEL_POLL_S)
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=left)
+                if not done:
+                    continue
+                ref = done[0]
+                i = pending.pop(ref)
+                if self._receive(ref, calls[i].segment, attempts[i], answers, i):
+                    attempts[i] += 1
+                    # Ray queues calls to a restarting actor; the pause only
+                    # spaces retries out when the restart itself keeps
+                    # failing (and ends at the deadline or a cancel).
+                    pause = min(2.0, 0.05 * 2 ** (attempts[i] - 1))
+                    if deadline is not None:
+                        pause = min(pause, max(0.0, deadline - time.monotonic()))
+                    if cancel is not None:
+                        cancel.wait(pause)
+                    else:
+                        time.sleep(pause)
+                    self._check_stop(calls, pending, deadline, cancel)
+                    pending[self._submit(calls[i], k, threads, kw, deadline)] = i
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref)  # queued calls are dropped, running ones stop at their next chunk
+            with self._lock:
+                self._stats["calls_cancelled"] += len(pending)
+            raise
         return answers
+
+    def _check_stop(self, calls, pending, deadline: Optional[float], cancel: Optional[threading.Event]) -> None:
+        if cancel is not None and cancel.is_set():
+            with self._lock:
+                self._stats["searches_cancelled"] += 1
+            raise SearchCancelled("search: cancelled by its caller")
+        if deadline is not None and time.monotonic() >= deadline:
+            late = sorted({calls[i].segment for i in pending.values()})
+            with self._lock:
+                self._stats["searches_timed_out"] += 1
+            if not late:
+                raise TimeoutError("search: its timeout_s passed before any segment was asked")
+            raise TimeoutError(f"search: segments {late} did not answer within the search's timeout_s")
+
+    def _receive(self, ref, seg: int, attempt: int, answers, i: int) -> bool:
+        """Stores call ``i``'s answer; True if its actor failed and the call
+        is to be resent, SegmentUnavailableError past max_retries. An actor
+        that stopped at its deadline is the search's timeout."""
+        try:
+            answers[i] = self._ray.get(ref)
+            return False
+        except self._actor_errors as e:
+            with self._lock:
+                self._stats["actor_failures"] += 1
+                self._segment_failures[seg] += 1
+            if attempt >= self.max_retries:
+                raise SegmentUnavailableError(
+                    seg,
+                    f"segment {seg} ({self.info['segments'][seg]['dir']}): its actor failed "
+                    f"{attempt + 1} times in one search (max_retries = {self.max_retries}); "
+                    f"last error: {_one_line(e)}",
+                ) from e
+            with self._lock:
+                self._stats["retries"] += 1
+            return True
+        except SearchCancelled as e:  # RayTaskError(SearchCancelled): the actor saw the deadline first
+            with self._lock:
+                self._stats["searches_timed_out"] += 1
+            raise TimeoutError(f"search: segment {seg} stopped at the search's deadline") from e
 
     # ------------------------------------------------------------ admin
 
     def stats(self) -> Dict[str, Any]:
         """Counters since open: ``searches`` (calls), ``queries`` (rows),
         ``segment_calls`` (actor calls, retries included), ``retries``,
-        ``actor_failures`` (calls lost to a dead or unavailable actor), and
+        ``actor_failures`` (calls lost to a dead or unavailable actor),
+        ``searches_timed_out``, ``searches_cancelled`` and
+        ``calls_cancelled`` (actor calls cancelled behind them), and
         the time split: ``route_s``, ``fanout_wait_s`` (sending to the
         actors until the last answer), ``merge_s``, ``total_s``;
         ``segment_failures`` per segment."""
@@ -669,7 +848,10 @@ class RayCollection:
         return out
 
     def describe(self, timeout_s: float = 60.0) -> List[Dict[str, Any]]:
-        """Per segment: ``n``, ``memory`` (bytes by part), ``io``, ``pid``."""
+        """Per segment: ``n``, ``memory`` (bytes by part), ``io``, ``pid``,
+        and of its actor (since it last started): ``rows_searched`` (queries
+        searched, in all its segments) and ``calls_stopped`` (calls that
+        stopped part-way at a deadline or cancel)."""
         parts = self._ray.get([a.describe.remote() for a in self._actors], timeout=timeout_s)
         merged: Dict[int, Dict[str, Any]] = {}
         for p in parts:

@@ -3,8 +3,8 @@ as the in-process one does, the fan-out merge is exact, a segment actor
 killed under load loses no query (each is retried and counted), and a
 failed segment build leaves the previous collection as it was.
 
-One local Ray cluster (several worker processes, 127.0.0.1) serves the
-whole module; the data are small and seeded so the module takes seconds.
+One local Ray cluster (several worker processes, listening on 127.0.0.1
+only: ``init_local_ray``) serves the whole module; the data are small and seeded so the module takes seconds.
 """
 
 import os
@@ -60,16 +60,12 @@ def cluster():
     """A local Ray cluster for the module: 4 worker CPUs on this machine."""
     if ray is None:
         pytest.skip("Ray is not installed: pip install 'stratavec[ray]'")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        num_cpus=4,
-        object_store_memory=200 * 2**20,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
+    import local_ray
+    from stratavec.ray_collection import shutdown_ray
+
+    local_ray.start(num_cpus=4, object_store_memory=200 * 2**20, log_to_driver=False)
     yield
-    ray.shutdown()
+    shutdown_ray()
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +263,68 @@ def test_failed_segment_build_keeps_the_previous_collection(built, tmp_path):
     (junk / "notes.txt").write_text("not a collection")
     with pytest.raises(FileExistsError, match="collection.json"):
         build_collection_ray(x, junk, segments=2, **BUILD)
+
+
+def _rows_searched(rc, settle_s=30.0):
+    """The actors' rows searched, once no call is still running (the count
+    stops changing)."""
+    deadline = time.monotonic() + settle_s
+    last = None
+    while time.monotonic() < deadline:
+        now = sum({d["pid"]: d["rows_searched"] for d in rc.describe()}.values())
+        if now == last:
+            return now
+        last = now
+        time.sleep(0.5)
+    return last
+
+
+@needs_ray
+def test_a_timed_out_search_stops_its_actors_work(built):
+    """A search given up at its deadline cancels its actor calls: they stop
+    between chunks of queries, so far fewer rows are searched than the
+    batch holds, and the timeout and the cancelled calls are counted."""
+    from stratavec.ray_collection import RayCollection
+
+    q = np.repeat(built["q"], 24, axis=0)  # 1440 queries, 23 chunks a segment
+    with RayCollection(built["root"] / "ray-range") as rc:
+        # The fastest of two whole searches (warm): a timeout of a
+        # twentieth of it ends the search early even if the machine gets
+        # less busy in between.
+        times = []
+        for _ in range(2):
+            t = time.monotonic()
+            rc.search(q, k=K, complexity=100)
+            times.append(time.monotonic() - t)
+        full = _rows_searched(rc)
+        assert full == 2 * 3 * len(q)
+        with pytest.raises(TimeoutError, match="did not answer within|deadline"):
+            rc.search(q, k=K, complexity=100, timeout_s=min(times) / 20)
+        given_up = _rows_searched(rc) - full
+        st = rc.stats()
+    assert given_up < 3 * len(q) / 2, f"{given_up} rows searched after the timeout of a {3 * len(q)}-row search"
+    assert st["searches_timed_out"] == 1 and st["searches"] == 2, st
+
+
+@needs_ray
+def test_a_cancelled_search_stops_its_actors_work(built):
+    import threading
+
+    from stratavec.ray_collection import RayCollection, SearchCancelled
+
+    q = np.repeat(built["q"], 12, axis=0)
+    with RayCollection(built["root"] / "ray-range") as rc:
+        rc.search(q[:10], k=K)
+        start = _rows_searched(rc)
+        cancel = threading.Event()
+        cancel.set()  # given up before it is sent: no query is searched
+        with pytest.raises(SearchCancelled):
+            rc.search(q, k=K, complexity=200, cancel=cancel)
+        assert _rows_searched(rc) - start < 3 * len(q) / 2
+        assert rc.stats()["searches_cancelled"] == 1
+        late = threading.Event()
+        threading.Timer(0.05, late.set).start()
+        try:
+            rc.search(q, k=K, complexity=200, cancel=late)
+        except SearchCancelled:
+            assert rc.stats()["calls_cancelled"] >= 1

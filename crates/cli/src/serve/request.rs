@@ -281,7 +281,7 @@ fn parse_json(
     let (queries, nq) = json_queries(&doc, shape, limits)?;
     let absent_if_null = |f: &str| doc.get(f).filter(|v| !v.is_null());
     let default_k = Value::from(DEFAULT_K);
-    let k = doc.get("k").unwrap_or(&default_k);
+    let k = absent_if_null("k").unwrap_or(&default_k);
     let options = options(
         Some(k),
         absent_if_null("complexity"),
