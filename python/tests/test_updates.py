@@ -43,7 +43,7 @@ def test_add_remove_merge_search_the_live_set(index):
     r = idx.remove(gone)
     assert (r["count"], r["missing"]) == (len(gone), 0)
     assert idx.pending == (300 - len(range(1500, 1800, 11)), len(range(0, 1500, 7)))
-    assert 1500 in idx and 0 not in idx and 1501 in idx
+    assert 1501 in idx and 0 not in idx and 1500 not in idx and 1 in idx
     ids = np.arange(1800)
     keep = np.setdiff1d(ids, gone)
     allx = np.concatenate([x, new])

@@ -131,14 +131,24 @@ impl LiveIndex {
         let dir = dir.as_ref().to_path_buf();
         let dir_id = dir_id(&dir);
         let budget = opts.memory_budget_bytes;
-        let room = budget.map_or(DELTA_BYTES_UNBUDGETED, |b| {
+        let mut room = budget.map_or(DELTA_BYTES_UNBUDGETED, |b| {
             (b as f64 * updates.delta_share) as usize
         });
-        let opts = OpenOptions {
+        let mut opts = OpenOptions {
             memory_budget_bytes: budget.map(|b| b - room as u64),
             ..opts.clone()
         };
-        let base = Index::open(&dir, &opts)?;
+        let base = match Index::open(&dir, &opts) {
+            // A budget that holds the index's required parts and little
+            // more: the index gets all of it and the delta none, so every
+            // insert merges first (or is refused without auto_merge).
+            Err(Error::Argument { what, .. }) if what == "memory budget" && room > 0 => {
+                room = 0;
+                opts.memory_budget_bytes = budget;
+                Index::open(&dir, &opts)?
+            }
+            other => other?,
+        };
         let mut state = State::new(base);
         let scan = wal::read(&dir.join(WAL_FILE), state.base.dim())?;
         state.replay(&scan.records, &dir)?;
@@ -329,6 +339,14 @@ impl LiveIndex {
         }
         let s = self.read();
         let k = params.k;
+        let live = s.base.len() - s.deleted.len() + s.delta.len();
+        if k > live {
+            return Err(Error::argument(
+                "k",
+                format!("at most the number of indexed vectors ({live})"),
+                k,
+            ));
+        }
         let kb = base_k(k, s.deleted.len(), s.base.len());
         let p = SearchParams {
             k: kb,
