@@ -480,6 +480,15 @@ pub(super) fn write_file(
     write(&mut w).and_then(|_| w.flush()).at("write", path)
 }
 
+/// The pool a build (or a merge: `role`) runs on, its threads named for it.
+pub(crate) fn thread_pool(threads: usize, role: &'static str) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(move |i| format!("stratavec-{role}-{i}"))
+        .build()
+        .map_err(|e| Error::argument("threads", "a thread pool", e))
+}
+
 /// Peak resident set size of this process so far (VmHWM), if readable.
 pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -546,11 +555,7 @@ pub fn build_index_with_ids(
     }
     // What the records hold (the manifest's dtype).
     let dtype = stored_dtype(params.store, data_dtype)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .thread_name(|i| format!("stratavec-build-{i}"))
-        .build()
-        .map_err(|e| Error::argument("threads", "a thread pool", e))?;
+    let pool = thread_pool(threads, "build")?;
     let mut report = BuildReport {
         n,
         dim,

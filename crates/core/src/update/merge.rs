@@ -95,11 +95,7 @@ pub(crate) fn merge_into(
             format!("a {} index", m.profile),
         ));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(input.threads.max(1))
-        .thread_name(|i| format!("stratavec-merge-{i}"))
-        .build()
-        .map_err(|e| Error::argument("threads", "a thread pool", e))?;
+    let pool = crate::index::build::thread_pool(input.threads, "merge")?;
     let mut report = BuildReport {
         dim: m.dim,
         threads: input.threads.max(1),

@@ -23,6 +23,38 @@ fn brute(live: &[(i64, &[f32])], q: &[f32], k: usize) -> Vec<i64> {
     d.into_iter().take(k).map(|x| x.1).collect()
 }
 
+/// Recall@10 of `ids` (10 a query) against brute force over the rows of
+/// `base` then `more` (ids = row numbers) that are not in `gone`; panics
+/// naming `what` if a gone id or an empty slot is among them.
+fn live_recall(
+    base: &[f32],
+    more: &[f32],
+    gone: &[i64],
+    queries: &[f32],
+    ids: &[i64],
+    what: &str,
+) -> f64 {
+    let gone: HashSet<i64> = gone.iter().copied().collect();
+    let all: Vec<(i64, &[f32])> = base
+        .chunks(DIM)
+        .chain(more.chunks(DIM))
+        .enumerate()
+        .map(|(i, v)| (i as i64, v))
+        .filter(|(id, _)| !gone.contains(id))
+        .collect();
+    let mut hits = 0;
+    for (qi, q) in queries.chunks(DIM).enumerate() {
+        let got = &ids[qi * 10..(qi + 1) * 10];
+        assert!(
+            got.iter().all(|id| *id >= 0 && !gone.contains(id)),
+            "{what}: a deleted id came back: {got:?}"
+        );
+        let want = brute(&all, q, 10);
+        hits += got.iter().filter(|id| want.contains(id)).count();
+    }
+    hits as f64 / (queries.len() / DIM * 10) as f64
+}
+
 fn live_open(dir: &std::path::Path) -> LiveIndex {
     LiveIndex::open(dir, &OpenOptions::default()).unwrap()
 }
@@ -50,27 +82,9 @@ fn inserts_and_deletes_are_searched_as_a_fresh_set_would_be() {
     assert_eq!(index.len(), 2200);
     assert_eq!(index.pending(), (500, 300));
 
-    let gone_set: HashSet<i64> = gone.iter().copied().collect();
-    let all: Vec<(i64, &[f32])> = base
-        .chunks(DIM)
-        .chain(more.chunks(DIM))
-        .enumerate()
-        .map(|(i, v)| (i as i64, v))
-        .filter(|(id, _)| !gone_set.contains(id))
-        .collect();
     let params = search_params(10, 64);
     let res = index.search(&queries, DIM, &params).unwrap();
-    let mut hits = 0;
-    for (qi, q) in queries.chunks(DIM).enumerate() {
-        let got = &res.ids[qi * 10..(qi + 1) * 10];
-        assert!(
-            got.iter().all(|id| *id >= 0 && !gone_set.contains(id)),
-            "a deleted id came back: {got:?}"
-        );
-        let want = brute(&all, q, 10);
-        hits += got.iter().filter(|id| want.contains(id)).count();
-    }
-    let recall = hits as f64 / (queries.len() / DIM * 10) as f64;
+    let recall = live_recall(&base, &more, &gone, &queries, &res.ids, "before a merge");
     assert!(recall >= 0.9, "recall@10 over the live set {recall}");
 
     // A reopen replays the log to the same answers.
@@ -208,27 +222,7 @@ fn a_merge_writes_the_live_set_as_the_next_generation_on_every_graph_profile() {
         assert_eq!(index.pending(), (0, 0), "{profile}");
         assert_eq!(index.len(), 1620, "{profile}");
         let after = index.search(&queries, DIM, &sp).unwrap();
-        let gone_set: HashSet<i64> = gone.iter().copied().collect();
-        let all: Vec<(i64, &[f32])> = base
-            .chunks(DIM)
-            .chain(more.chunks(DIM))
-            .enumerate()
-            .map(|(i, v)| (i as i64, v))
-            .filter(|(id, _)| !gone_set.contains(id))
-            .collect();
-        let recall = |ids: &[i64]| {
-            let mut hits = 0;
-            for (qi, q) in queries.chunks(DIM).enumerate() {
-                let got = &ids[qi * 10..(qi + 1) * 10];
-                assert!(
-                    got.iter().all(|id| !gone_set.contains(id)),
-                    "{profile}: a deleted id came back"
-                );
-                let want = brute(&all, q, 10);
-                hits += got.iter().filter(|id| want.contains(id)).count();
-            }
-            hits as f64 / (queries.len() / DIM * 10) as f64
-        };
+        let recall = |ids: &[i64]| live_recall(&base, &more, &gone, &queries, ids, profile);
         let (r0, r1) = (recall(&before.ids), recall(&after.ids));
         assert!(
             r1 >= 0.9 && r1 >= r0 - 0.03,

@@ -64,13 +64,15 @@ fn train_pq(b: &mut Build) -> Result<Codes> {
         Some((cb, codes))
     });
     let (codebook, codes) = trained.ok_or_else(|| stopped_at(b.dir))?;
+    Ok(pq_done(b, t, codebook, codes))
+}
+
+/// Ends the PQ stage: its time, and the codes with their quantizer.
+fn pq_done(b: &mut Build, t: Instant, codebook: PqCodebook, codes: Vec<u8>) -> Codes {
     b.progress.finish();
     b.stage("pq", t, 0.0);
     let metric = b.params.metric;
-    Ok(Codes::Pq(
-        codebook.clone(),
-        PqQuantizer::new(codebook, codes, metric),
-    ))
+    Codes::Pq(codebook.clone(), PqQuantizer::new(codebook, codes, metric))
 }
 
 /// Every vector encoded with a codebook the build was given (a merge's).
@@ -81,13 +83,7 @@ fn encode_with(b: &mut Build, codebook: PqCodebook) -> Result<Codes> {
     let stop = || progress.cancelled();
     let codes = b.pool.install(|| codebook.encode_all_until(data, &stop));
     let codes = codes.ok_or_else(|| stopped_at(b.dir))?;
-    b.progress.finish();
-    b.stage("pq", t, 0.0);
-    let metric = b.params.metric;
-    Ok(Codes::Pq(
-        codebook.clone(),
-        PqQuantizer::new(codebook, codes, metric),
-    ))
+    Ok(pq_done(b, t, codebook, codes))
 }
 
 fn train_records(b: &mut Build) -> Result<Codes> {
