@@ -121,6 +121,10 @@ fn main() {
             "--quiet",
             "--threads",
             &o.threads.to_string(),
+            // The same backend as the in-process side, so the difference
+            // is the HTTP layer's.
+            "--io",
+            &o.io,
         ])
         .stdout(Stdio::piped())
         .spawn()
