@@ -79,6 +79,26 @@ def rounds_done(d) -> int:
     return min(per) if per else 0
 
 
+def device_line(path: str) -> str | None:
+    """The device's random-read rate at queue depth 64 over the run (its
+    probes before, between and after the rounds), and a warning when it
+    moved more than twofold: the disk-bound systems' figures move with it."""
+    rates = [rounds.num(r.get("reads_per_s")) for r in rounds.load(path)
+             if r.get("kind") == "device" and r.get("depth") == 64]
+    rates = [x for x in rates if x]
+    if not rates:
+        return None
+    lo, hi = min(rates), max(rates)
+    line = (f"Device (4 KiB random reads at depth 64, probed before, between and after the rounds): "
+            f"{lo:,.0f}–{hi:,.0f} reads/s.")
+    if lo < hi / 2:
+        line += (f" **The device's rate moved {hi / lo:,.0f}-fold during this run** (the disk is "
+                 "shared): the disk-bound systems' QPS moved with it, so their "
+                 "ranges are wide and their medians low; the systems in RAM (hnswlib, faiss) did "
+                 "not. Compare within a round, or run the set again.")
+    return line
+
+
 def caption(d, run: dict, lat_run: dict, path: str, lat_path: str | None) -> list[str]:
     budget = rounds.num(run.get("memory_budget_bytes")) or 0
     m = run.get("machine") or {}
@@ -92,7 +112,8 @@ def caption(d, run: dict, lat_run: dict, path: str, lat_path: str | None) -> lis
                  (f"; one query at a time: `{os.path.relpath(lat_path)}`, `{lat_run.get('command')}`"
                   if lat_path else "; one query at a time: not measured yet (the scenario's "
                   "`-latency` run), so its column is empty") + ".")
-    return lines + [""]
+    dev = device_line(path)
+    return lines + ([""] + [dev] if dev else []) + [""]
 
 
 def set_table(d, lat) -> list[str]:
