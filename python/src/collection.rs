@@ -3,8 +3,8 @@
 //! queries out with them) and `Collection`, the in-process collection.
 
 use super::{
-    as_ndarray, check_failures, contiguous, count, data_err, on_error_mask, query_rows, shape_str,
-    stats_dict, to_py,
+    applied_dict, as_ndarray, check_failures, contiguous, count, data_err, interrupt,
+    on_error_mask, query_rows, rows, shape_str, stats_dict, threads_arg, to_py,
 };
 use numpy::ndarray::Array2;
 use numpy::prelude::*;
@@ -380,17 +380,72 @@ fn as_batch(r: &CollectionResult) -> BatchResult {
 #[pymethods]
 impl Collection {
     #[staticmethod]
-    #[pyo3(signature = (collection_dir, memory_budget_mb = None, io = "auto"))]
+    #[pyo3(signature = (collection_dir, memory_budget_mb = None, io = "auto", delta_share = 0.1, auto_merge = true))]
     fn open(
         py: Python<'_>,
         collection_dir: PathBuf,
         memory_budget_mb: Option<f64>,
         io: &str,
+        delta_share: f64,
+        auto_merge: bool,
     ) -> PyResult<Collection> {
         let opts = open_options(memory_budget_mb, io)?;
-        py.detach(|| stratavec::collection::Collection::open(&collection_dir, &opts))
+        let updates = stratavec::update::live::UpdateOptions {
+            delta_share,
+            auto_merge,
+            merge_threads: super::default_threads(),
+        };
+        py.detach(|| stratavec::collection::Collection::open_with(&collection_dir, &opts, &updates))
             .map(|inner| Collection { inner })
             .map_err(to_py)
+    }
+
+    /// Inserts vectors under global ids (or the next unused ones), each
+    /// into one segment; see `stratavec.Collection.add`.
+    #[pyo3(signature = (vectors, ids = None, *, batch = 0))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        vectors: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+        batch: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (v, _) = rows(py, vectors, self.inner.dim(), "collection", "vectors")?;
+        let ids: Option<Vec<i64>> = ids.map(|i| i.extract()).transpose()?;
+        let applied = py
+            .detach(|| self.inner.add(&v, ids.as_deref(), batch))
+            .map_err(to_py)?;
+        applied_dict(py, &applied)
+    }
+
+    /// Deletes global ids from the segments holding them; see
+    /// `stratavec.Collection.remove`.
+    #[pyo3(signature = (ids, *, batch = 0))]
+    fn remove<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+        batch: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids: Vec<i64> = ids.extract()?;
+        let applied = py
+            .detach(|| self.inner.remove(&ids, batch))
+            .map_err(to_py)?;
+        applied_dict(py, &applied)
+    }
+
+    /// Merges every segment with updates into its next generation; the
+    /// segments merged. Ctrl-C stops it between and within segments.
+    #[pyo3(signature = (threads = None))]
+    fn merge(&self, py: Python<'_>, threads: Option<i64>) -> PyResult<usize> {
+        let threads = threads_arg(threads)?;
+        interrupt::run(py, |flag| self.inner.merge(threads, flag), to_py).map(|m| m.len())
+    }
+
+    /// (vectors inserted, rows deleted) not yet merged, over the segments.
+    #[getter]
+    fn pending(&self) -> (usize, usize) {
+        self.inner.pending()
     }
 
     #[getter]
@@ -433,10 +488,18 @@ impl Collection {
             .zip(&self.inner.manifest.segments)
         {
             let d = PyDict::new(py);
-            d.set_item("dir", s.dir.display().to_string())?;
-            d.set_item("n", e.n)?;
-            d.set_item("memory_bytes", s.memory().total())?;
-            d.set_item("cached_nodes", s.cached_nodes())?;
+            let (dir, memory, cached) = s.with_base(|b| {
+                (
+                    b.dir.display().to_string(),
+                    b.memory().total(),
+                    b.cached_nodes(),
+                )
+            });
+            d.set_item("dir", dir)?;
+            d.set_item("n", s.len())?;
+            d.set_item("built_n", e.n)?;
+            d.set_item("memory_bytes", memory + s.update_bytes())?;
+            d.set_item("cached_nodes", cached)?;
             out.append(d)?;
         }
         Ok(out)

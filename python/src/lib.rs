@@ -77,7 +77,7 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn threads_arg(threads: Option<i64>) -> PyResult<usize> {
+pub(crate) fn threads_arg(threads: Option<i64>) -> PyResult<usize> {
     match threads {
         None => Ok(default_threads()),
         Some(t) => count("threads", t, 1),
@@ -403,7 +403,7 @@ pub(crate) fn query_rows(
 }
 
 /// What a write did, as a dict.
-fn applied_dict<'py>(
+pub(crate) fn applied_dict<'py>(
     py: Python<'py>,
     a: &stratavec::update::live::Applied,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -412,12 +412,14 @@ fn applied_dict<'py>(
     d.set_item("count", a.count)?;
     d.set_item("missing", a.missing)?;
     d.set_item("repeated", a.repeated)?;
+    // An insert's ids run on from its first (-1 for a delete).
+    d.set_item("first_id", a.first_id)?;
     Ok(d)
 }
 
 /// Rows of `dim` floats (queries, or vectors to insert: `name` says which
 /// in messages) as one row-major f32 buffer and their count.
-fn rows(
+pub(crate) fn rows(
     py: Python<'_>,
     queries: &Bound<'_, PyAny>,
     dim: usize,
@@ -643,6 +645,13 @@ impl Index {
     #[getter]
     fn pending(&self) -> (usize, usize) {
         self.inner.pending()
+    }
+
+    /// The id an `add` without ids gives its first vector: one past the
+    /// largest id the index has held.
+    #[getter]
+    fn next_id(&self) -> i64 {
+        self.inner.next_id()
     }
 
     /// Whether `id` is in the index (built or inserted, not deleted).

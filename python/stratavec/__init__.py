@@ -375,7 +375,8 @@ class Index:
         -------
         dict
             ``seq`` (the log record), ``count`` (vectors inserted),
-            ``missing`` (0), ``repeated`` (a retried batch).
+            ``missing`` (0), ``repeated`` (a retried batch), ``first_id``
+            (the first vector's id; without ``ids`` the others follow it).
         """
         return self._index.add(vectors, ids, batch=batch)
 
@@ -396,6 +397,12 @@ class Index:
     def pending(self) -> Tuple[int, int]:
         """(vectors inserted, rows deleted) not yet merged."""
         return self._index.pending
+
+    @property
+    def next_id(self) -> int:
+        """The id :meth:`add` without ids gives its first vector: one past
+        the largest id the index has held."""
+        return self._index.next_id
 
     def __contains__(self, id: int) -> bool:
         return id in self._index

@@ -184,12 +184,13 @@ def build_collection(
 
 
 class Collection:
-    """A collection opened for search: every segment open with its share of
-    ``memory_budget_mb`` (in proportion to its vectors).
+    """A collection opened for search and updates: every segment open with
+    its share of ``memory_budget_mb`` (in proportion to its vectors).
 
     >>> c = stratavec.Collection.open("my_collection", memory_budget_mb=64)
     >>> D, I = c.search(xq, k=10, complexity=64)            # every segment
     >>> D, I = c.search(xq, k=10, complexity=64, probe=2)   # k-means: nearest 2
+    >>> c.add(xb_new, ids=new_ids); c.remove(old_ids); c.merge()
     """
 
     __slots__ = ("_c",)
@@ -199,8 +200,10 @@ class Collection:
         collection_dir: PathLike,
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
+        delta_share: float = 0.1,
+        auto_merge: bool = True,
     ) -> None:
-        self._c = _stratavec.Collection.open(collection_dir, memory_budget_mb, io)
+        self._c = _stratavec.Collection.open(collection_dir, memory_budget_mb, io, delta_share, auto_merge)
 
     @classmethod
     def open(
@@ -208,10 +211,39 @@ class Collection:
         collection_dir: PathLike,
         memory_budget_mb: Optional[float] = None,
         io: str = "auto",
+        delta_share: float = 0.1,
+        auto_merge: bool = True,
     ) -> "Collection":
         """Open the collection in ``collection_dir`` (see :class:`stratavec.Index`
-        for ``memory_budget_mb`` and ``io``; the budget is the total)."""
-        return cls(collection_dir, memory_budget_mb, io)
+        for ``memory_budget_mb``, ``io``, ``delta_share`` and ``auto_merge``;
+        the budget is the total, each segment keeps its delta share of its
+        part)."""
+        return cls(collection_dir, memory_budget_mb, io, delta_share, auto_merge)
+
+    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+        """Insert vectors under global ``ids`` (default: the next unused),
+        as :meth:`stratavec.Index.add`: each vector goes to one segment (a
+        k-means collection's nearest centroid, a range collection's id
+        modulo the segment count) and is logged and fsynced there before
+        this returns. An id live in any segment is refused. With a
+        ``batch`` id a retry applies each segment's part once, so a batch
+        that failed half-way is completed by its retry."""
+        return self._c.add(vectors, ids, batch=batch)
+
+    def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]:
+        """Delete global ids from the segments holding them; ids no
+        segment holds are counted in ``missing``."""
+        return self._c.remove(ids, batch=batch)
+
+    def merge(self, threads: Optional[int] = None) -> int:
+        """Merge every segment's inserts and deletes into its next
+        generation; returns how many segments merged."""
+        return self._c.merge(threads)
+
+    @property
+    def pending(self) -> Tuple[int, int]:
+        """(vectors inserted, rows deleted) not yet merged, over the segments."""
+        return self._c.pending
 
     @property
     def n(self) -> int:
@@ -235,7 +267,8 @@ class Collection:
 
     @property
     def segments(self) -> List[Dict[str, Any]]:
-        """Each segment: ``dir``, ``n``, ``memory_bytes``, ``cached_nodes``."""
+        """Each segment: ``dir``, ``n`` (live now), ``built_n`` (its count in
+        collection.json), ``memory_bytes``, ``cached_nodes``."""
         return self._c.segments
 
     def memory_bytes(self) -> int:

@@ -496,6 +496,37 @@ class SegmentHost:
         return D, I
 
 
+    # ---------------------------------------------------------- writes
+
+    def add(self, segment: int, vectors: np.ndarray, ids: np.ndarray, batch: int) -> Dict[str, Any]:
+        """Logs and applies an insert to ``segment`` (``Index.add``): a
+        retry of an applied ``batch`` (after this actor restarted, say) is
+        answered again, not applied twice."""
+        return self._indexes[segment].add(vectors, ids, batch=batch)
+
+    def remove(self, segment: int, ids: np.ndarray, batch: int) -> Dict[str, Any]:
+        """The ids of ``ids`` this segment holds, deleted (``Index.remove``)."""
+        index = self._indexes[segment]
+        mine = np.array([i for i in ids.tolist() if i in index], dtype=np.int64)
+        if mine.size == 0:
+            return {"seq": 0, "count": 0, "missing": 0, "repeated": False, "first_id": -1}
+        return index.remove(mine, batch=batch)
+
+    def merge(self, segment: int, threads: Optional[int]) -> Dict[str, Any]:
+        index = self._indexes[segment]
+        if index.pending == (0, 0):
+            return {"inserted": 0, "deleted": 0, "n_after": index.n}
+        return index.merge(threads)
+
+    def holding(self, segment: int, ids: np.ndarray) -> np.ndarray:
+        """Which of ``ids`` are live in ``segment``."""
+        index = self._indexes[segment]
+        return np.array([i in index for i in ids.tolist()], dtype=bool)
+
+    def next_id(self, segment: int) -> int:
+        return self._indexes[segment].next_id
+
+
 def _stop_reason(deadline: Optional[float]) -> Optional[str]:
     """Why an actor's search should stop now, or None."""
     if deadline is not None and time.time() > deadline:
@@ -807,6 +838,94 @@ class RayCollection:
             with self._lock:
                 self._stats["searches_timed_out"] += 1
             raise TimeoutError(f"search: segment {seg} stopped at the search's deadline") from e
+
+    # ------------------------------------------------------------ writes
+
+    def _write(self, segment: int, method: str, *args: Any) -> Any:
+        """One write call to ``segment``'s actor, resent (same batch id:
+        applied once) while the actor restarts, up to max_retries."""
+        for attempt in range(self.max_retries + 1):
+            actor = self._actors[self._actor_of[segment]]
+            try:
+                return self._ray.get(getattr(actor, method).remote(segment, *args))
+            except self._actor_errors as e:
+                with self._lock:
+                    self._stats["actor_failures"] += 1
+                    self._segment_failures[segment] += 1
+                if attempt >= self.max_retries:
+                    raise SegmentUnavailableError(
+                        segment,
+                        f"segment {segment}: its actor failed {attempt + 1} times in one {method} "
+                        f"(max_retries = {self.max_retries}); last error: {_one_line(e)}",
+                    ) from e
+                time.sleep(min(2.0, 0.05 * 2 ** attempt))
+
+    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+        """Insert vectors under global ``ids`` (default: the next unused),
+        as :meth:`stratavec.Collection.add`: each vector to one segment (a
+        k-means collection's nearest centroid; a range collection's id
+        modulo the segment count), logged and fsynced by the actor holding
+        it before this returns. An id live in any segment is refused. A
+        ``batch`` id (non-zero) makes the whole call safe to retry: a
+        segment that applied its part answers again, the others apply
+        theirs. Without one, a batch that failed half-way may be partly in."""
+        v = self._check_queries(vectors)
+        n = v.shape[0]
+        if ids is None:
+            start = max(self._write(s, "next_id") for s in range(self.segments))
+            ids = np.arange(start, start + n, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if ids.shape[0] != n:
+            raise ValueError(f"ids: expected {n} (one a vector), found {ids.shape[0]}")
+        if np.unique(ids).shape[0] != n:
+            raise ValueError("ids: expected ids unique within a batch, found one given twice")
+        if self.partition == "kmeans":
+            routes = stratavec.route_queries(self.dir, v, 1)
+            target = np.zeros(n, dtype=np.int64)
+            for s, rows in enumerate(routes):
+                target[np.asarray(rows, dtype=np.int64)] = s
+        else:
+            target = np.mod(ids, self.segments)
+        parts = []
+        for s in range(self.segments):
+            rows = np.flatnonzero(target == s)
+            if rows.size:
+                parts.append((s, rows))
+        # An id live in another segment than its own is refused; one live in
+        # its own is a retried batch's (the segment answers it again) or,
+        # without a batch id, a duplicate the segment refuses.
+        for s in range(self.segments):
+            live = self._write(s, "holding", ids) & ((target != s) | (batch == 0))
+            if live.any():
+                raise ValueError(
+                    f"id {int(ids[np.argmax(live)])}: expected an id not in the collection "
+                    f"(delete it first to replace it), found it live in segment {s}"
+                )
+        answers = [self._write(s, "add", v[rows], ids[rows], batch) for s, rows in parts]
+        count = sum(a["count"] for a in answers)
+        with self._lock:
+            self.n += sum(a["count"] for a in answers if not a["repeated"])
+        return {"seq": max(a["seq"] for a in answers), "count": count, "missing": 0,
+                "repeated": all(a["repeated"] for a in answers), "first_id": int(ids[0])}
+
+    def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]:
+        """Delete global ids from the segments holding them; those no
+        segment holds are counted in ``missing``."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        answers = [self._write(s, "remove", ids, batch) for s in range(self.segments)]
+        count = sum(a["count"] for a in answers)
+        with self._lock:
+            self.n -= sum(a["count"] for a in answers if not a["repeated"])
+        return {"seq": max(a["seq"] for a in answers), "count": count,
+                "missing": int(ids.shape[0]) - count,
+                "repeated": any(a["repeated"] for a in answers), "first_id": -1}
+
+    def merge(self, threads: Optional[int] = None) -> int:
+        """Each segment with updates merged into its next generation by the
+        actor holding it (the actors merge in parallel); how many merged."""
+        refs = [(s, self._actors[self._actor_of[s]].merge.remote(s, threads)) for s in range(self.segments)]
+        done = [self._ray.get(r) for _, r in refs]
+        return sum(1 for d in done if "n_before" in d)
 
     # ------------------------------------------------------------ admin
 

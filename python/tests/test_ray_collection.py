@@ -328,3 +328,37 @@ def test_a_cancelled_search_stops_its_actors_work(built):
             rc.search(q, k=K, complexity=200, cancel=late)
         except SearchCancelled:
             assert rc.stats()["calls_cancelled"] >= 1
+
+
+@needs_ray
+def test_writes_go_to_the_actors_and_a_retry_applies_once(cluster, tmp_path):
+    """Inserts and deletes through the actors holding the segments (issue
+    #55): answered once logged; a batch retried after its actor was killed
+    is applied once; the in-process collection opened on the same directory
+    answers as the Ray one; a merge runs in every actor with updates."""
+    from stratavec.ray_collection import RayCollection, build_collection_ray
+
+    x, q = _data()
+    build_collection_ray(x[:2000], tmp_path / "c", segments=2, partition="range", **BUILD)
+    with RayCollection(tmp_path / "c", max_retries=5) as rc:
+        r = rc.add(x[2000:2600], batch=11)  # ids 2000..2599
+        assert (r["count"], r["first_id"], r["repeated"]) == (600, 2000, False)
+        rc.kill_segment_actor(1)
+        again = rc.add(x[2000:2600], batch=11)
+        assert again["repeated"] and rc.n == 2600, again
+        with pytest.raises(ValueError, match="found it live in segment"):
+            rc.add(x[:1], ids=[2002])  # live in segment 0 (2002 % 2), its own: a duplicate
+        gone = np.arange(0, 2600, 5)
+        r = rc.remove(np.concatenate([gone, [9_999]]))
+        assert (r["count"], r["missing"]) == (len(gone), 1)
+        D, I = rc.search(q, k=K, complexity=64)
+        assert not np.isin(I, gone).any()
+        keep = np.setdiff1d(np.arange(2600), gone)
+        truth = keep[_truth(x[keep], q)]
+        assert _recall(I, truth) >= 0.9
+        local = stratavec.Collection.open(tmp_path / "c")
+        D0, I0 = local.search(q, k=K, complexity=64)
+        assert (I == I0).all()
+        assert rc.merge() == 2
+        D2, I2 = rc.search(q, k=K, complexity=64)
+        assert not np.isin(I2, gone).any() and _recall(I2, truth) >= 0.9

@@ -93,3 +93,40 @@ def test_a_second_writer_is_refused_naming_the_holder(index, tmp_path):
     idx.remove([1])
     with pytest.raises(Exception, match=r"writer.lock.*held by pid"):
         other.remove([2])
+
+
+@pytest.mark.parametrize("partition", ["kmeans", "range"])
+def test_a_collection_takes_inserts_deletes_and_merges(tmp_path, partition):
+    """Each inserted vector goes to one segment (the nearest centroid, or
+    id modulo segments), an id live in any segment is refused, deletes find
+    their segments, a retried batch is applied once, and the collection
+    answers its live set before and after a merge."""
+    x = clustered(2000, 11)
+    new = clustered(400, 12)
+    q = clustered(40, 13)
+    stratavec.build_collection(x, tmp_path / "c", segments=3, partition=partition,
+                               graph_degree=16, complexity=32, pq_bytes=8, threads=2)
+    c = stratavec.Collection.open(tmp_path / "c")
+    r = c.add(new, batch=7)  # ids 2000..2399
+    assert (r["count"], r["first_id"], r["repeated"]) == (400, 2000, False)
+    assert c.add(new, batch=7)["repeated"], "a retried batch is applied once"
+    assert sum(s["n"] for s in c.segments) == 2400 and len(c) == 2400
+    with pytest.raises(ValueError, match=r"2005, which is live in segment seg-000\d"):
+        c.add(new[:2], ids=[5000, 2005])
+    gone = np.concatenate([np.arange(0, 2000, 9), np.arange(2000, 2400, 13), [99_999]])
+    r = c.remove(gone)
+    assert (r["count"], r["missing"]) == (len(gone) - 1, 1)
+    ids = np.arange(2400)
+    keep = np.setdiff1d(ids, gone)
+    truth = brute(np.concatenate([x, new])[keep], keep, q, 10)
+    D, I = c.search(q, k=10, complexity=64)
+    assert not np.isin(I, gone).any(), "a deleted id came back"
+    assert recall(I, truth) >= 0.9
+    assert c.merge(threads=2) == 3
+    assert c.pending == (0, 0) and len(c) == len(keep)
+    D, I = c.search(q, k=10, complexity=64)
+    assert not np.isin(I, gone).any() and recall(I, truth) >= 0.9
+    # A reopen sees the merged segments (their counts are no longer the build's).
+    again = stratavec.Collection.open(tmp_path / "c")
+    assert len(again) == len(keep)
+    assert [s["n"] for s in again.segments] != [s["built_n"] for s in again.segments]

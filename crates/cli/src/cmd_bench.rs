@@ -280,13 +280,13 @@ impl DataSet {
 /// The rows of the run: each written to `--out` as a JSON line when it is
 /// emitted (flushed, so an interrupted run keeps what it measured) and
 /// kept for the summaries.
-struct Rows {
+pub(crate) struct Rows {
     out: std::fs::File,
     rows: Vec<Value>,
 }
 
 impl Rows {
-    fn create(path: &Path) -> Result<Self> {
+    pub(crate) fn create(path: &Path) -> Result<Self> {
         if let Some(p) = path.parent() {
             std::fs::create_dir_all(p)?;
         }
@@ -298,7 +298,7 @@ impl Rows {
         })
     }
 
-    fn emit(&mut self, v: Vec<Value>) -> Result<()> {
+    pub(crate) fn emit(&mut self, v: Vec<Value>) -> Result<()> {
         for r in v {
             writeln!(self.out, "{}", serde_json::to_string(&r)?)?;
             self.rows.push(r);

@@ -103,7 +103,12 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(p) = &probe {
         p.check()?;
     }
-    let index = search_target::open(&a.index_dir, &opts, probe.as_ref())?;
+    let index = search_target::open(
+        &a.index_dir,
+        &opts,
+        probe.as_ref(),
+        &search_target::read_only(),
+    )?;
     let qfile = stratavec::data::open(&a.queries)?;
     qfile.check_dim(index.dim(), "index")?;
     let nq = qfile.n();
@@ -119,7 +124,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     let queries = qfile.to_f32_vec();
     if let Some(radius) = a.given().get::<f32>("radius") {
-        return run_range(&a, index.single()?, &queries, qfile.dim(), radius);
+        let dim = qfile.dim();
+        return index.with_single(&mut |single: &stratavec::Index| {
+            run_range(&a, single, &queries, dim, radius)
+        });
     }
     let gt = match &a.gt {
         Some(p) => {

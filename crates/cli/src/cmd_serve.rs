@@ -1,6 +1,6 @@
 //! `stratavec serve DIR`: the index or collection at DIR over HTTP on this
-//! machine (POST /search, GET /health, GET /stats; see `serve` and
-//! docs/serve.md), until SIGTERM or SIGINT: then no new connection is
+//! machine (POST /search, POST /insert, POST /delete, GET /health, GET
+//! /stats; see `serve` and docs/serve.md), until SIGTERM or SIGINT: then no new connection is
 //! accepted, requests in flight get their answers within the grace period,
 //! and the process exits 0.
 
@@ -54,6 +54,15 @@ pub struct Args {
     /// logged, with the id their answer carries).
     #[arg(long)]
     quiet: bool,
+    /// Refuse POST /insert and /delete (403), and give the whole memory
+    /// budget to the index (no share kept for inserted vectors).
+    #[arg(long)]
+    read_only: bool,
+    /// The share of --memory-budget-mb that inserted vectors and deletes
+    /// may hold before the index merges them into a new generation (which
+    /// the write that fills it waits for).
+    #[arg(long, default_value_t = 0.1, conflicts_with = "read_only")]
+    delta_share: f64,
     /// Test hook: each chunk of a search waits this long first, so a test
     /// can hold a search in flight (deadlines, shutdown) without load.
     #[arg(long, hide = true, default_value_t = 0)]
@@ -82,7 +91,15 @@ pub fn run(a: Args) -> Result<()> {
         ..Default::default()
     }
     .reserve_for(None, None);
-    let target: Arc<dyn Target> = Arc::from(search_target::open(&a.dir, &opts, None)?);
+    let updates = match a.read_only {
+        true => search_target::read_only(),
+        false => stratavec::update::live::UpdateOptions {
+            delta_share: a.delta_share,
+            merge_threads: threads,
+            ..Default::default()
+        },
+    };
+    let target: Arc<dyn Target> = Arc::from(search_target::open(&a.dir, &opts, None, &updates)?);
     let plan = Plan::new(
         target.search_defaults(&Switches::default()),
         threads,
@@ -90,7 +107,7 @@ pub fn run(a: Args) -> Result<()> {
         Duration::from_millis(a.chunk_delay_ms),
     );
     check_plan(&*target, &plan, &limits)?;
-    let app = Arc::new(App::new(target, limits, plan, a.quiet));
+    let app = Arc::new(App::new(target, limits, plan, a.quiet, a.read_only));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -136,9 +153,13 @@ async fn serve(a: &Args, app: Arc<App>) -> Result<()> {
         );
     }
     println!(
-        "serving {} at http://{} (POST /search, GET /health, GET /stats)",
+        "serving {} at http://{} (POST /search{}, GET /health, GET /stats)",
         a.dir.display(),
-        shown(addr)
+        shown(addr),
+        match a.read_only {
+            true => "",
+            false => ", POST /insert, POST /delete",
+        }
     );
     std::io::stdout().flush()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,13 +1,77 @@
-//! `stratavec insert`, `delete` and `merge`: an index that changes (issue
-//! #55). Each batch is logged and fsynced before it counts; a merge writes
-//! the next generation and publishes it the way a build does.
+//! `stratavec insert`, `delete` and `merge`: an index or a collection that
+//! changes (issue #55). Each batch is logged and fsynced before it counts;
+//! a merge writes the next generation and publishes it the way a build
+//! does (a collection: each segment with updates, `collection::update`).
 
 use crate::progress::Bars;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use stratavec::update::live::{LiveIndex, UpdateOptions};
+use stratavec::collection::{is_collection, Collection};
+use stratavec::update::live::{Applied, LiveIndex, UpdateOptions};
 use stratavec::OpenOptions;
+
+/// What the commands write to.
+enum Writable {
+    Index(Box<LiveIndex>),
+    Collection(Collection),
+}
+
+impl Writable {
+    fn dim(&self) -> usize {
+        match self {
+            Writable::Index(i) => i.dim(),
+            Writable::Collection(c) => c.dim(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Writable::Index(i) => i.len(),
+            Writable::Collection(c) => c.len(),
+        }
+    }
+
+    fn pending(&self) -> (usize, usize) {
+        match self {
+            Writable::Index(i) => i.pending(),
+            Writable::Collection(c) => c.pending(),
+        }
+    }
+
+    fn add(&self, vectors: &[f32], ids: Option<&[i64]>) -> stratavec::Result<Applied> {
+        match self {
+            Writable::Index(i) => i.add(vectors, ids, 0),
+            Writable::Collection(c) => c.add(vectors, ids, 0),
+        }
+    }
+
+    fn remove(&self, ids: &[i64]) -> stratavec::Result<Applied> {
+        match self {
+            Writable::Index(i) => i.remove(ids, 0),
+            Writable::Collection(c) => c.remove(ids, 0),
+        }
+    }
+
+    /// Merges; (vectors inserted, rows deleted, generations written, bytes
+    /// of the new indexes).
+    fn merge(
+        &self,
+        threads: usize,
+        progress: &dyn stratavec::progress::Progress,
+    ) -> stratavec::Result<(usize, usize, usize, u64)> {
+        let merged = match self {
+            Writable::Index(i) => vec![i.merge(threads, progress)?],
+            Writable::Collection(c) => c.merge(threads, progress)?,
+        };
+        Ok((
+            merged.iter().map(|m| m.inserted).sum(),
+            merged.iter().map(|m| m.deleted).sum(),
+            merged.len(),
+            merged.iter().map(|m| m.report.index_bytes).sum(),
+        ))
+    }
+}
 
 /// How the index is opened for a write.
 #[derive(clap::Args)]
@@ -29,7 +93,7 @@ pub struct Open {
 }
 
 impl Open {
-    fn open(&self, dir: &Path) -> Result<LiveIndex> {
+    fn open(&self, dir: &Path) -> Result<Writable> {
         let opts = OpenOptions {
             memory_budget_bytes: self.memory_budget_mb.map(|mb| (mb * 1e6) as u64),
             ..Default::default()
@@ -39,7 +103,10 @@ impl Open {
             auto_merge: !self.no_auto_merge,
             merge_threads: self.threads(),
         };
-        Ok(LiveIndex::open_with(dir, &opts, &updates)?)
+        Ok(match is_collection(dir) {
+            true => Writable::Collection(Collection::open_with(dir, &opts, &updates)?),
+            false => Writable::Index(Box::new(LiveIndex::open_with(dir, &opts, &updates)?)),
+        })
     }
 
     fn threads(&self) -> usize {
@@ -49,7 +116,7 @@ impl Open {
 
 #[derive(clap::Args)]
 pub struct InsertArgs {
-    /// Index directory.
+    /// Index or collection directory.
     index_dir: PathBuf,
     /// Vectors to insert: .fbin, .u8bin, .i8bin, .fvecs, .bvecs or .npy.
     data: PathBuf,
@@ -65,7 +132,7 @@ pub struct InsertArgs {
 
 #[derive(clap::Args)]
 pub struct DeleteArgs {
-    /// Index directory.
+    /// Index or collection directory.
     index_dir: PathBuf,
     /// Ids to delete, one integer a line.
     #[arg(long)]
@@ -76,7 +143,7 @@ pub struct DeleteArgs {
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// Index directory.
+    /// Index or collection directory.
     index_dir: PathBuf,
     #[command(flatten)]
     open: Open,
@@ -130,7 +197,7 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         let ids = ids
             .as_ref()
             .map(|ids| &ids[b * rows..b * rows + chunk.len() / dim]);
-        last = index.add(chunk, ids, 0)?.seq;
+        last = index.add(chunk, ids)?.seq;
     }
     let s = t.elapsed().as_secs_f64();
     let (delta, deleted) = index.pending();
@@ -148,7 +215,7 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
     let index = a.open.open(&a.index_dir)?;
     let ids = read_ids(&a.ids)?;
     let t = Instant::now();
-    let r = index.remove(&ids, 0)?;
+    let r = index.remove(&ids)?;
     println!(
         "deleted {} of {} ids from {} in {:.3} s ({} not there); log record {}",
         r.count,
@@ -165,16 +232,14 @@ pub fn merge(a: MergeArgs) -> Result<()> {
     let index = a.open.open(&a.index_dir)?;
     let t = Instant::now();
     let bars = Bars::default();
-    let m = index.merge(a.open.threads(), &bars)?;
+    let before = index.len() + index.pending().1 - index.pending().0;
+    let (inserted, deleted, generations, bytes) = index.merge(a.open.threads(), &bars)?;
     println!(
-        "merged {}: {} vectors inserted, {} deleted ({} -> {} vectors) in {:.2} s; {} bytes written",
+        "merged {}: {inserted} vectors inserted, {deleted} deleted ({before} -> {} vectors) in {:.2} s; \
+         {generations} generation(s) written, {bytes} bytes",
         a.index_dir.display(),
-        m.inserted,
-        m.deleted,
-        m.n_before,
         index.len(),
         t.elapsed().as_secs_f64(),
-        m.report.index_bytes
     );
     Ok(())
 }

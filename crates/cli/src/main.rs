@@ -9,6 +9,7 @@
 mod bench;
 mod cmd_bench;
 mod cmd_bench_io;
+mod cmd_bench_updates;
 mod cmd_build;
 mod cmd_build_collection;
 mod cmd_convert;
@@ -24,6 +25,7 @@ mod measured;
 mod params;
 mod progress;
 mod search_target;
+mod search_target_live;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -49,7 +51,7 @@ enum Command {
     /// Search an index with a query file; report recall against ground truth.
     Search(cmd_search::Args),
     /// Serve an index or collection over HTTP on this machine (POST /search,
-    /// GET /health, GET /stats), without Ray.
+    /// /insert and /delete, GET /health, GET /stats), without Ray.
     Serve(cmd_serve::Args),
     /// Compute exact ground truth (brute force) into an .ibin file.
     Gt(cmd_gt::Args),
@@ -67,12 +69,17 @@ enum Command {
     Bench(cmd_bench::Args),
     /// Measure the device ceiling: random O_DIRECT reads by size and queue depth.
     BenchIo(cmd_bench_io::Args),
-    /// Insert vectors into an index (logged and fsynced a batch at a time;
-    /// searched from an in-memory delta until a merge).
+    /// Take profiles through a runbook of inserts, deletes, merges and
+    /// searches; recall beside fresh builds, rates, merge cost; JSON lines.
+    BenchUpdates(cmd_bench_updates::Args),
+    /// Insert vectors into an index or collection (logged and fsynced a
+    /// batch at a time; searched from an in-memory delta until a merge).
     Insert(cmd_update::InsertArgs),
-    /// Delete ids from an index (never returned again; dropped by a merge).
+    /// Delete ids from an index or collection (never returned again;
+    /// dropped by a merge).
     Delete(cmd_update::DeleteArgs),
-    /// Write an index's inserts and deletes into its next generation.
+    /// Write an index's (or each segment's) inserts and deletes into its
+    /// next generation.
     Merge(cmd_update::MergeArgs),
 }
 
@@ -88,6 +95,7 @@ fn main() {
         Command::Convert(a) => cmd_convert::run(a),
         Command::Synth(a) => cmd_synth::run(a),
         Command::BenchIo(a) => cmd_bench_io::run(a),
+        Command::BenchUpdates(a) => cmd_bench_updates::run(a),
         Command::Insert(a) => cmd_update::insert(a),
         Command::Delete(a) => cmd_update::delete(a),
         Command::Merge(a) => cmd_update::merge(a),

@@ -1,12 +1,14 @@
-//! What `search`, `serve` (and the bench) can search: an index, or a
-//! collection of segment indexes (`stratavec build-collection`), behind one
-//! small surface, so a collection is accepted wherever an index is.
+//! What `search` and `serve` can search: an index with its pending updates
+//! (`search_target_live.rs`), or a collection of segment indexes
+//! (`stratavec build-collection`), behind one small surface, so a
+//! collection is accepted wherever an index is.
 
 use anyhow::Result;
 use std::path::Path;
 use stratavec::collection::{is_collection, Collection, Probe};
 use stratavec::data::{DType, Metric};
 use stratavec::search::{QueryStats, Switches};
+use stratavec::update::live::{Applied, LiveIndex, UpdateOptions};
 use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
 
 /// One batch's answer as a server reports it: the ids a user knows (those
@@ -82,16 +84,41 @@ pub trait Target: Send + Sync {
     /// What results report for `rows` (ids the index was built with; a
     /// collection's are global ids already).
     fn result_ids(&self, rows: &[u32]) -> Vec<i64>;
-    /// The index, for the searches only an index serves (range search; a
-    /// collection refuses a radius in `check_search` first).
-    fn single(&self) -> Result<&Index>;
+    /// Runs `f` on the index, for the searches only an index serves (range
+    /// search; a collection refuses a radius in `check_search` first).
+    fn with_single(&self, f: &mut dyn FnMut(&Index) -> Result<()>) -> Result<()>;
+    /// Inserts `vectors` (row-major) with `ids`, or the next unused ones;
+    /// returns once the batch is logged and fsynced. A non-zero `batch`
+    /// makes a retried call a no-op.
+    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied>;
+    /// Deletes `ids` (those not there are counted in `missing`).
+    fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied>;
+    /// Vectors inserted and rows deleted since the last build or merge.
+    fn pending(&self) -> (usize, usize);
 }
 
-/// Opens the index or collection at `dir`; a `probe` (`--probe`,
+/// How `search` opens an index: it never writes, so the whole memory
+/// budget goes to the generation (the delta of a replayed log still
+/// holds what it must, uncharged by a share).
+pub fn read_only() -> UpdateOptions {
+    UpdateOptions {
+        delta_share: 0.0,
+        auto_merge: false,
+        ..UpdateOptions::default()
+    }
+}
+
+/// Opens the index or collection at `dir`, an index with its update log
+/// replayed and taking writes as `updates` says; a `probe` (`--probe`,
 /// `--probe-shrink`) is refused for an index: it has no segments.
-pub fn open(dir: &Path, opts: &OpenOptions, probe: Option<&Probe>) -> Result<Box<dyn Target>> {
+pub fn open(
+    dir: &Path,
+    opts: &OpenOptions,
+    probe: Option<&Probe>,
+    updates: &UpdateOptions,
+) -> Result<Box<dyn Target>> {
     if is_collection(dir) {
-        return Ok(Box::new(Collection::open(dir, opts)?));
+        return Ok(Box::new(Collection::open_with(dir, opts, updates)?));
     }
     if probe.is_some() {
         anyhow::bail!(
@@ -100,94 +127,7 @@ pub fn open(dir: &Path, opts: &OpenOptions, probe: Option<&Probe>) -> Result<Box
             dir.display()
         );
     }
-    Ok(Box::new(Index::open(dir, opts)?))
-}
-
-impl Target for Index {
-    fn kind(&self) -> &'static str {
-        "index"
-    }
-    fn metric(&self) -> Metric {
-        Index::metric(self)
-    }
-    fn dtype(&self) -> DType {
-        self.manifest.dtype
-    }
-    fn segment_count(&self) -> usize {
-        1
-    }
-    fn partition(&self) -> Option<String> {
-        None
-    }
-    fn max_k(&self) -> usize {
-        self.len()
-    }
-    fn answer(
-        &self,
-        queries: &[f32],
-        dim: usize,
-        params: &SearchParams,
-        _probe: Option<&Probe>,
-    ) -> Result<Answer> {
-        let res = self.search_batch(queries, dim, params)?;
-        let mut ids = self.result_ids(&res.ids);
-        let mut dists = res.dists.clone();
-        blank_failed(&res.errors, res.k, &mut ids, &mut dists);
-        Ok(Answer {
-            k: res.k,
-            ids,
-            dists,
-            totals: res.total(),
-            errors: res.errors,
-            wall_s: res.wall_s,
-            merge_s: 0.0,
-            segment_queries: Vec::new(),
-            io_wait_s: res.io_wait_s,
-            io_backend: res.io_backend,
-        })
-    }
-    fn dim(&self) -> usize {
-        Index::dim(self)
-    }
-    fn len(&self) -> usize {
-        Index::len(self)
-    }
-    fn profile(&self) -> String {
-        self.manifest.profile.clone()
-    }
-    fn memory(&self) -> String {
-        Index::memory(self).to_string()
-    }
-    fn memory_bytes(&self) -> usize {
-        Index::memory(self).total()
-    }
-    fn cached_nodes(&self) -> usize {
-        Index::cached_nodes(self)
-    }
-    fn is_clusters(&self) -> bool {
-        !self.plan.graph()
-    }
-    fn search_defaults(&self, switches: &Switches) -> SearchParams {
-        Index::search_defaults(self, switches)
-    }
-    fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
-        Ok(Index::check_search(self, params, nq)?)
-    }
-    fn search(
-        &self,
-        queries: &[f32],
-        dim: usize,
-        params: &SearchParams,
-        _probe: Option<&Probe>,
-    ) -> Result<(BatchResult, Option<f64>)> {
-        Ok((self.search_batch(queries, dim, params)?, None))
-    }
-    fn result_ids(&self, rows: &[u32]) -> Vec<i64> {
-        Index::result_ids(self, rows)
-    }
-    fn single(&self) -> Result<&Index> {
-        Ok(self)
-    }
+    Ok(Box::new(LiveIndex::open_with(dir, opts, updates)?))
 }
 
 impl Target for Collection {
@@ -263,7 +203,7 @@ impl Target for Collection {
         Collection::cached_nodes(self)
     }
     fn is_clusters(&self) -> bool {
-        self.segments().iter().any(|i| !i.plan.graph())
+        Collection::is_clusters(self)
     }
     fn search_defaults(&self, switches: &Switches) -> SearchParams {
         Collection::search_defaults(self, switches)
@@ -287,17 +227,31 @@ impl Target for Collection {
             .map(|&r| if r == u32::MAX { -1 } else { r as i64 })
             .collect()
     }
-    fn single(&self) -> Result<&Index> {
+    fn with_single(&self, _f: &mut dyn FnMut(&Index) -> Result<()>) -> Result<()> {
         anyhow::bail!(
             "{}: expected an index, found a collection (range search is for indexes)",
             self.dir.display()
         )
     }
+    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied> {
+        Ok(self.add(vectors, ids, batch)?)
+    }
+    fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied> {
+        Ok(self.remove(ids, batch)?)
+    }
+    fn pending(&self) -> (usize, usize) {
+        Collection::pending(self)
+    }
 }
 
 /// A failed query's partial list is not a result: its row becomes -1 and
 /// infinity (as `stratavec.Index.search` in Python answers it).
-fn blank_failed(errors: &[Option<String>], k: usize, ids: &mut [i64], dists: &mut [f32]) {
+pub(crate) fn blank_failed(
+    errors: &[Option<String>],
+    k: usize,
+    ids: &mut [i64],
+    dists: &mut [f32],
+) {
     for (q, e) in errors.iter().enumerate() {
         if e.is_some() {
             ids[q * k..(q + 1) * k].fill(-1);

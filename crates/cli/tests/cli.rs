@@ -751,7 +751,7 @@ fn relayout_and_shuffle_say_what_records_are_placed_by() {
 
 /// `build-collection` then `search` of the collection: rows with recall,
 /// probe and the merge's share; `--probe` refused for an index, a radius
-/// refused for a collection, both by name.
+/// refused for a collection, both by name; then a delete and a merge.
 #[test]
 fn build_collection_and_search_it() {
     let f = fixture();
@@ -803,6 +803,20 @@ fn build_collection_and_search_it() {
     assert!(
         e.contains("--probe") && e.contains("collection") && e.contains("index"),
         "{e}"
+    );
+    // Writes route to the segments: a delete finds its ids' segments, a
+    // merge writes each segment that has updates.
+    let gone = tmp.path().join("gone.txt");
+    std::fs::write(&gone, "0\n1\n2\n77777\n").unwrap();
+    let out = stdout(&ok(run(&[&"delete", &dir, &"--ids", &gone])));
+    assert!(
+        out.contains("deleted 3 of 4 ids") && out.contains("1 not there"),
+        "{out}"
+    );
+    let out = stdout(&ok(run(&[&"merge", &dir, &"--threads", &"2"])));
+    assert!(
+        out.contains("0 vectors inserted, 3 deleted (2000 -> 1997 vectors)"),
+        "{out}"
     );
 }
 

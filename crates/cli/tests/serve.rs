@@ -110,7 +110,7 @@ impl Server {
                 )
             });
         assert!(
-            line.ends_with("(POST /search, GET /health, GET /stats)\n"),
+            line.contains("(POST /search") && line.ends_with("GET /health, GET /stats)\n"),
             "{line:?}"
         );
         Server { child, addr, log }
@@ -528,5 +528,102 @@ fn eight_clients_at_once_get_every_answer_right() {
             s["server"]["status"]["200"].as_u64()
         ),
         (Some(480), Some(480))
+    );
+}
+
+/// A copy of the fixture's index at a path of its own (writes change it).
+fn writable_copy(name: &str) -> PathBuf {
+    let f = fixture();
+    let dir = f.root.join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(&f.index).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    dir
+}
+
+/// Writes over HTTP (issue #55): an inserted vector is the next search's
+/// nearest to itself, a retried batch is applied once, deleted ids never
+/// come back, /health counts the live set, and once the server is killed
+/// `stratavec search` of the directory (the log replayed) answers as the
+/// server did. A --read-only server refuses writes.
+#[test]
+fn writes_over_http_are_searched_and_outlive_the_server() {
+    let f = fixture();
+    let dir = writable_copy("writes");
+    let server = Server::start(&dir, &[]);
+    let q = queries();
+    let rows: Vec<&[f32]> = q.chunks(DIM).take(5).collect();
+    let insert = json!({"vectors": rows, "ids": [5000, 5001, 5002, 5003, 5004], "batch": 9});
+    let r = post_json(&server.addr, "/insert", &insert);
+    assert_eq!(r.status, 200, "{}", r.error());
+    assert_eq!(
+        r.json(),
+        json!({"inserted": 5, "seq": 1, "repeated": false})
+    );
+    let search = json!({"vectors": rows, "k": 3, "complexity": 40});
+    let ids = ids_of(&post_json(&server.addr, "/search", &search).json());
+    for (i, row) in ids.iter().enumerate() {
+        assert_eq!(row[0], 5000 + i as i64, "query {i}: {row:?}");
+    }
+    let again = post_json(&server.addr, "/insert", &insert).json();
+    assert_eq!(again["repeated"], json!(true), "{again}");
+    let gone = ids[0].clone();
+    let r = post_json(&server.addr, "/delete", &json!({"ids": gone})).json();
+    assert_eq!(
+        (r["deleted"].as_u64(), r["missing"].as_u64()),
+        (Some(3), Some(0)),
+        "{r}"
+    );
+    let after = ids_of(&post_json(&server.addr, "/search", &search).json());
+    assert!(
+        after[0].iter().all(|id| !gone.contains(id)),
+        "{after:?} {gone:?}"
+    );
+    let h = get(&server.addr, "/health").json();
+    assert_eq!(h["n"], json!(2002), "{h}");
+    let of_delta = gone.iter().filter(|&&id| id >= 5000).count();
+    assert_eq!(
+        h["pending"],
+        json!({"inserted": 5 - of_delta, "deleted": 3 - of_delta}),
+        "{h}"
+    );
+    // Every query, then the server killed (SIGKILL): what it acknowledged
+    // is in the log, and `stratavec search` replays it.
+    let all: Vec<&[f32]> = q.chunks(DIM).collect();
+    let served = ids_of(
+        &post_json(
+            &server.addr,
+            "/search",
+            &json!({"vectors": all, "k": 10, "complexity": 40}),
+        )
+        .json(),
+    );
+    drop(server);
+    let out = f
+        .root
+        .join(format!("writes-ids-{}.npy", std::process::id()));
+    ok(run(&[
+        &"search",
+        &dir,
+        &f.data.join("query.fbin"),
+        &"-k",
+        &"10",
+        &"-L",
+        &"40",
+        &"--output",
+        &out,
+    ]));
+    assert_eq!(read_npy_i64(&out), served.concat());
+    // Read-only: 403, and searches go on.
+    let server = Server::start(&dir, &["--read-only"]);
+    let r = post_json(&server.addr, "/delete", &json!({"ids": [1]}));
+    assert_eq!(r.status, 403, "{}", r.error());
+    let h = get(&server.addr, "/health").json();
+    assert_eq!(
+        (h["n"].as_u64(), h["writes"].as_bool()),
+        (Some(2002), Some(false))
     );
 }

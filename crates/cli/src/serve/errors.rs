@@ -54,6 +54,17 @@ impl ApiError {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
     }
 
+    /// 403: the server does not take this request at all (`--read-only`).
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, message)
+    }
+
+    /// 409: the request conflicts with the target's state (another
+    /// process holds its writer lock).
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, message)
+    }
+
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }

@@ -19,6 +19,8 @@ pub mod request;
 pub mod routes;
 pub mod stats;
 pub mod work;
+pub mod write_request;
+pub mod writes;
 
 /// The tests' HTTP client (shared with the CLI tests and the load example).
 #[cfg(test)]
@@ -50,10 +52,18 @@ pub struct App {
     /// No per-request log lines (5xx and failed queries are still logged:
     /// their ids are only useful with the details).
     pub quiet: bool,
+    /// `--read-only`: /insert and /delete answer 403.
+    pub read_only: bool,
 }
 
 impl App {
-    pub fn new(target: Arc<dyn Target>, limits: Limits, plan: Plan, quiet: bool) -> App {
+    pub fn new(
+        target: Arc<dyn Target>,
+        limits: Limits,
+        plan: Plan,
+        quiet: bool,
+        read_only: bool,
+    ) -> App {
         let shape = Shape {
             kind: target.kind(),
             dim: target.dim(),
@@ -73,6 +83,17 @@ impl App {
             draining: AtomicBool::new(false),
             stop_all: Arc::new(AtomicBool::new(false)),
             quiet,
+            read_only,
+        }
+    }
+
+    /// The shape requests are checked against now: the vectors held (and
+    /// so the largest k) change with every insert and delete.
+    pub fn shape_now(&self) -> Shape {
+        Shape {
+            n: self.target.len(),
+            max_k: self.target.max_k(),
+            ..self.shape.clone()
         }
     }
 }

@@ -147,9 +147,15 @@ fn check_work(req: &SearchRequest, shape: &Shape, limits: &Limits) -> Result<(),
 }
 
 fn too_many_queries(nq: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
+    too_many(nq, field, "queries", limits)
+}
+
+/// 413 when a request carries more than `max_queries` rows (`noun`:
+/// queries, or vectors to insert).
+fn too_many(nq: usize, field: &str, noun: &str, limits: &Limits) -> Result<(), ApiError> {
     if nq > limits.max_queries {
         return Err(ApiError::too_large(format!(
-            "{field}: expected at most {} queries a request (max_queries), found {nq}",
+            "{field}: expected at most {} {noun} a request (max_queries), found {nq}",
             limits.max_queries
         )));
     }
@@ -244,41 +250,13 @@ fn parse_json(
              or Content-Type: application/octet-stream"
         )));
     }
-    if body.is_empty() {
-        return Err(ApiError::bad(
-            "body: expected a JSON object such as {\"vectors\": [[...]], \"k\": 10}, found an empty body",
-        ));
-    }
-    if let Some(at) = too_deep(body, MAX_DEPTH) {
-        return Err(ApiError::bad(format!(
-            "body: expected JSON nested at most {MAX_DEPTH} deep, found deeper nesting at byte {at}"
-        )));
-    }
-    let doc: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad(format!(
-            "body: expected JSON (or Content-Type: application/octet-stream for float32 rows), \
-             found invalid JSON: {e}"
-        ))
-    })?;
-    let Value::Object(doc) = doc else {
-        return Err(ApiError::bad(format!(
-            "body: expected a JSON object, found a JSON {}",
-            type_name(&doc)
-        )));
-    };
-    let mut unknown: Vec<&String> = doc
-        .keys()
-        .filter(|k| !JSON_FIELDS.contains(&k.as_str()))
-        .collect();
-    unknown.sort();
-    if let Some(name) = unknown.first() {
-        return Err(ApiError::bad(format!(
-            "field {}: expected one of {}",
-            quote(name),
-            JSON_FIELDS.join(", ")
-        )));
-    }
-    let (queries, nq) = json_queries(&doc, shape, limits)?;
+    let doc = json_object(
+        body,
+        &JSON_FIELDS,
+        "{\"vectors\": [[...]], \"k\": 10}",
+        " (or Content-Type: application/octet-stream for float32 rows)",
+    )?;
+    let (queries, nq) = json_rows(&doc, shape, limits, "queries")?;
     let absent_if_null = |f: &str| doc.get(f).filter(|v| !v.is_null());
     let default_k = Value::from(DEFAULT_K);
     let k = absent_if_null("k").unwrap_or(&default_k);
@@ -292,11 +270,58 @@ fn parse_json(
     Ok(SearchRequest::new(queries, nq, options))
 }
 
-/// The rows of `"vectors"` or `"vector"`, row-major.
-fn json_queries(
+/// The body as a JSON object of `fields` only (an unknown field is
+/// refused, not ignored), or 400 saying what it is instead; `example` is
+/// what an empty body is told to send, `or_else` another way to send it.
+pub(super) fn json_object(
+    body: &[u8],
+    fields: &[&str],
+    example: &str,
+    or_else: &str,
+) -> Result<Map<String, Value>, ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::bad(format!(
+            "body: expected a JSON object such as {example}, found an empty body"
+        )));
+    }
+    if let Some(at) = too_deep(body, MAX_DEPTH) {
+        return Err(ApiError::bad(format!(
+            "body: expected JSON nested at most {MAX_DEPTH} deep, found deeper nesting at byte {at}"
+        )));
+    }
+    let doc: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad(format!(
+            "body: expected JSON{or_else}, found invalid JSON: {e}"
+        ))
+    })?;
+    let Value::Object(doc) = doc else {
+        return Err(ApiError::bad(format!(
+            "body: expected a JSON object, found a JSON {}",
+            type_name(&doc)
+        )));
+    };
+    let mut unknown: Vec<&String> = doc
+        .keys()
+        .filter(|k| !fields.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(name) = unknown.first() {
+        return Err(ApiError::bad(format!(
+            "field {}: expected one of {}",
+            quote(name),
+            fields.join(", ")
+        )));
+    }
+    Ok(doc)
+}
+
+/// The rows of `"vectors"` or `"vector"`, row-major (`noun`: what a
+/// message calls them).
+pub(super) fn json_rows(
     doc: &Map<String, Value>,
     shape: &Shape,
     limits: &Limits,
+    noun: &str,
 ) -> Result<(Vec<f32>, usize), ApiError> {
     let dim = shape.dim;
     match (doc.get("vectors"), doc.get("vector")) {
@@ -306,7 +331,7 @@ fn json_queries(
         (None, None) => Err(ApiError::bad(
             "missing field: expected \"vectors\" (a list of vectors) or \"vector\" (one)",
         )),
-        (Some(v), None) => vectors(v, shape, limits),
+        (Some(v), None) => vectors(v, shape, limits, noun),
         (None, Some(Value::Array(v))) => {
             if v.first().is_some_and(Value::is_array) {
                 return Err(ApiError::bad(
@@ -324,7 +349,12 @@ fn json_queries(
     }
 }
 
-fn vectors(v: &Value, shape: &Shape, limits: &Limits) -> Result<(Vec<f32>, usize), ApiError> {
+fn vectors(
+    v: &Value,
+    shape: &Shape,
+    limits: &Limits,
+    noun: &str,
+) -> Result<(Vec<f32>, usize), ApiError> {
     let dim = shape.dim;
     let rows = match v {
         Value::Array(rows) if !rows.is_empty() => rows,
@@ -335,7 +365,7 @@ fn vectors(v: &Value, shape: &Shape, limits: &Limits) -> Result<(Vec<f32>, usize
             )))
         }
     };
-    too_many_queries(rows.len(), "vectors", limits)?;
+    too_many(rows.len(), "vectors", noun, limits)?;
     // Every row of one wrong length: the client has the wrong dimension,
     // which the message says once rather than row 0's length.
     let lens: Option<Vec<usize>> = rows.iter().map(|r| r.as_array().map(Vec::len)).collect();
@@ -524,7 +554,7 @@ fn too_deep(body: &[u8], max: usize) -> Option<usize> {
 }
 
 /// A JSON value as a message quotes it: compact JSON, clipped.
-fn show(v: &Value) -> String {
+pub(super) fn show(v: &Value) -> String {
     clip(&v.to_string())
 }
 
@@ -552,7 +582,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// "a string", "an object", "an empty list".
-fn a_type_name(v: &Value) -> String {
+pub(super) fn a_type_name(v: &Value) -> String {
     match v {
         Value::Array(a) if a.is_empty() => "an empty list".into(),
         Value::Object(_) => "an object".into(),

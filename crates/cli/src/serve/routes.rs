@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 /// Bodies this large are parsed on a blocking thread, not the event loop
 /// (a 16 MiB JSON body takes tens of milliseconds to parse).
-const PARSE_INLINE_BYTES: usize = 64 * 1024;
+pub(super) const PARSE_INLINE_BYTES: usize = 64 * 1024;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -32,20 +32,24 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/health/", any(health))
         .route("/stats", any(stats))
         .route("/stats/", any(stats))
+        .route("/insert", any(super::writes::insert))
+        .route("/insert/", any(super::writes::insert))
+        .route("/delete", any(super::writes::delete))
+        .route("/delete/", any(super::writes::delete))
         .fallback(not_found)
         .with_state(app)
 }
 
 /// What a log line adds to method, path, status and time.
 #[derive(Default)]
-struct Note {
+pub(super) struct Note {
     /// 200 with failed queries: the id their messages carry, how many, the
     /// first one's details.
     failed: Option<(String, usize, String)>,
 }
 
 /// Counts, logs and returns the answer (or the error's).
-fn finish(
+pub(super) fn finish(
     app: &App,
     method: &Method,
     path: &str,
@@ -83,7 +87,12 @@ fn finish(
     }
 }
 
-fn only(method: &Method, want: Method, path: &str, allow: &'static str) -> Result<(), ApiError> {
+pub(super) fn only(
+    method: &Method,
+    want: Method,
+    path: &str,
+    allow: &'static str,
+) -> Result<(), ApiError> {
     if *method != want {
         return Err(ApiError::method(
             format!(
@@ -101,7 +110,7 @@ async fn not_found(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let shown: String = path.chars().take(80).collect();
     let e = ApiError::not_found(format!(
-        "path {shown}: expected POST /search, GET /health or GET /stats"
+        "path {shown}: expected POST /search, POST /insert, POST /delete, GET /health or GET /stats"
     ));
     finish(&app, req.method(), &path, t0, Err(e))
 }
@@ -124,6 +133,9 @@ async fn health(State(app): State<Arc<App>>, req: Request) -> Response {
         if let Some(p) = t.partition() {
             doc["partition"] = json!(p);
         }
+        let (inserted, deleted) = t.pending();
+        doc["pending"] = json!({"inserted": inserted, "deleted": deleted});
+        doc["writes"] = json!(!app.read_only);
         if draining {
             doc["reason"] = json!("shutting down");
         }
@@ -195,11 +207,17 @@ async fn run_search(
     app.stats.body(bytes.len());
     let query = parts.uri.query().map(str::to_string);
     let parsed = if bytes.len() <= PARSE_INLINE_BYTES {
-        parse_search(media, &bytes, query.as_deref(), &app.shape, &app.limits)
+        parse_search(
+            media,
+            &bytes,
+            query.as_deref(),
+            &app.shape_now(),
+            &app.limits,
+        )
     } else {
         let a = app.clone();
         tokio::task::spawn_blocking(move || {
-            parse_search(media, &bytes, query.as_deref(), &a.shape, &a.limits)
+            parse_search(media, &bytes, query.as_deref(), &a.shape_now(), &a.limits)
         })
         .await
         .map_err(|e| ApiError::internal(format!("request parser panicked: {e}")))?

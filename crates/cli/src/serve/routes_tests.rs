@@ -17,6 +17,7 @@ use std::time::Duration;
 use stratavec::collection::Probe;
 use stratavec::data::{DType, Metric};
 use stratavec::search::Switches;
+use stratavec::update::live::Applied;
 use stratavec::{BatchResult, Index, SearchParams};
 
 /// Query row q's answer is ids q, q+1, ... at distances 0, 1, ...; a query
@@ -113,14 +114,54 @@ impl Target for Fake {
     fn result_ids(&self, rows: &[u32]) -> Vec<i64> {
         rows.iter().map(|&r| r as i64).collect()
     }
-    fn single(&self) -> anyhow::Result<&Index> {
+    fn with_single(&self, _: &mut dyn FnMut(&Index) -> anyhow::Result<()>) -> anyhow::Result<()> {
         anyhow::bail!("no index")
+    }
+    /// A first component of -5 is a bad batch, 777 another writer, 999 a
+    /// failure; else the ids run on from 100.
+    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> anyhow::Result<Applied> {
+        let dir = std::path::Path::new("/secret/path");
+        match vectors[0] {
+            -5.0 => {
+                Err(stratavec::Error::argument("vector to insert, row 0", "a good one", -5).into())
+            }
+            777.0 => {
+                Err(
+                    stratavec::Error::index(dir, "writer lock", "no other writer", "held by pid 1")
+                        .into(),
+                )
+            }
+            999.0 => anyhow::bail!("/secret/path/updates.wal: the device is gone"),
+            _ => Ok(Applied {
+                seq: batch.max(1),
+                count: vectors.len() / 4,
+                missing: 0,
+                repeated: false,
+                first_id: ids.map_or(100, |i| i[0]),
+            }),
+        }
+    }
+    fn delete(&self, ids: &[i64], _batch: u64) -> anyhow::Result<Applied> {
+        Ok(Applied {
+            seq: 1,
+            count: ids.iter().filter(|&&i| i < 100).count(),
+            missing: ids.iter().filter(|&&i| i >= 100).count(),
+            repeated: false,
+            first_id: -1,
+        })
+    }
+    fn pending(&self) -> (usize, usize) {
+        (0, 0)
     }
 }
 
 /// A server over `Fake { delay }` on 127.0.0.1, its runtime on a thread of
 /// its own; dropped with the test process.
 fn start(delay: Duration, limits: Limits) -> (String, Arc<App>) {
+    start_with(delay, limits, false)
+}
+
+fn start_with(delay: Duration, limits: Limits, read_only: bool) -> (String, Arc<App>) {
     let target: Arc<dyn Target> = Arc::new(Fake { delay });
     let plan = Plan::new(
         target.search_defaults(&Switches::default()),
@@ -128,7 +169,7 @@ fn start(delay: Duration, limits: Limits) -> (String, Arc<App>) {
         limits.max_concurrent,
         Duration::ZERO,
     );
-    let app = Arc::new(App::new(target, limits, plan, true));
+    let app = Arc::new(App::new(target, limits, plan, true, read_only));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -290,7 +331,7 @@ fn routes_methods_and_health() {
         (r.status, r.error().as_str()),
         (
             404,
-            "path /nowhere: expected POST /search, GET /health or GET /stats"
+            "path /nowhere: expected POST /search, POST /insert, POST /delete, GET /health or GET /stats"
         )
     );
     let r = get(&addr, "/search");
@@ -320,5 +361,80 @@ fn routes_methods_and_health() {
         b"{\"vector\": [1, 0, 0, 0]}",
     );
     assert_eq!(r.status, 415);
+    still_serving(&addr);
+}
+
+#[test]
+fn writes_answer_what_was_applied_and_refusals_by_their_cause() {
+    let (addr, _) = start(Duration::ZERO, Limits::default());
+    let r = post_json(
+        &addr,
+        "/insert",
+        &json!({"vectors": [[1, 0, 0, 0], [2, 0, 0, 0]]}),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.error());
+    assert_eq!(
+        r.json(),
+        json!({"inserted": 2, "seq": 1, "repeated": false, "ids": [100, 101]})
+    );
+    // Ids given are not echoed.
+    let r = post_json(
+        &addr,
+        "/insert",
+        &json!({"vector": [1, 0, 0, 0], "ids": [7], "batch": 5}),
+    );
+    assert_eq!(
+        r.json(),
+        json!({"inserted": 1, "seq": 5, "repeated": false})
+    );
+    let r = post_json(&addr, "/delete", &json!({"ids": [1, 2, 300]}));
+    assert_eq!(
+        r.json(),
+        json!({"deleted": 2, "missing": 1, "seq": 1, "repeated": false})
+    );
+    // (body, status, words in the error; never the machine's details)
+    let cases = [
+        (
+            json!({"vector": [-5, 0, 0, 0]}),
+            400,
+            "insert: vector to insert, row 0: expected a good one, found -5",
+        ),
+        (
+            json!({"vector": [777, 0, 0, 0]}),
+            409,
+            "another process is writing this index",
+        ),
+        (
+            json!({"vector": [999, 0, 0, 0]}),
+            500,
+            "internal error (id ",
+        ),
+        (json!({"vector": [1, 0, 0]}), 400, "expected 4 numbers"),
+    ];
+    for (body, status, words) in cases {
+        let r = post_json(&addr, "/insert", &body);
+        assert_eq!(r.status, status, "{body}: {:?}", r.error());
+        let text = String::from_utf8_lossy(&r.body).to_string();
+        assert!(text.contains(words) && !text.contains("secret"), "{text}");
+    }
+    still_serving(&addr);
+    let stats = get(&addr, "/stats").json();
+    assert_eq!(
+        stats["server"]["writes"],
+        json!({"requests": 3, "inserted": 3, "deleted": 2})
+    );
+    let r = get(&addr, "/insert");
+    assert_eq!(r.status, 405);
+}
+
+#[test]
+fn a_read_only_server_refuses_writes_and_still_searches() {
+    let (addr, _) = start_with(Duration::ZERO, Limits::default(), true);
+    for path in ["/insert", "/delete"] {
+        let r = post_json(&addr, path, &json!({"ids": [1]}));
+        assert_eq!(r.status, 403, "{path}");
+        assert!(r.error().contains("read-only"), "{}", r.error());
+    }
+    assert_eq!(get(&addr, "/health").json()["writes"], json!(false));
     still_serving(&addr);
 }

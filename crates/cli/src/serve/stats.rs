@@ -1,5 +1,5 @@
 //! The counters `GET /stats` reports: the server's (requests by status,
-//! searches, queries, bytes read, rejections by bound) and the engine's
+//! searches, queries, writes, bytes read, rejections by bound) and the engine's
 //! (reads, hops, cache hits, I/O wait, failed queries), the latter added
 //! per chunk of work, so a search cut short by its deadline still counts
 //! what it did.
@@ -33,6 +33,10 @@ struct Counts {
     slow_body: u64,
     /// Searches whose client closed its connection before the answer.
     abandoned: u64,
+    /// Answered writes, and the vectors they inserted and deleted.
+    writes: u64,
+    inserted: u64,
+    deleted: u64,
     engine: Engine,
 }
 
@@ -103,6 +107,17 @@ impl Stats {
         })
     }
 
+    /// A write answered (200): `count` vectors inserted or deleted.
+    pub fn wrote(&self, insert: bool, count: usize) {
+        self.with(|c| {
+            c.writes += 1;
+            match insert {
+                true => c.inserted += count as u64,
+                false => c.deleted += count as u64,
+            }
+        })
+    }
+
     /// One chunk's work, as the engine counted it.
     pub fn chunk(&self, a: &Answer) {
         self.with(|c| {
@@ -145,6 +160,7 @@ impl Stats {
                 "search_s": c.search_s,
                 "rejected": {"queue_full": c.queue_full, "deadline": c.deadline, "slow_body": c.slow_body},
                 "abandoned": c.abandoned,
+                "writes": {"requests": c.writes, "inserted": c.inserted, "deleted": c.deleted},
                 "running": admission.running(),
                 "waiting": admission.waiting(),
                 "max_concurrent": limits.max_concurrent,
@@ -176,6 +192,11 @@ impl Stats {
         m.insert("profile".into(), json!(target.profile()));
         m.insert("memory_bytes".into(), json!(target.memory_bytes()));
         m.insert("cached_nodes".into(), json!(target.cached_nodes()));
+        let (inserted, deleted) = target.pending();
+        m.insert(
+            "pending".into(),
+            json!({"inserted": inserted, "deleted": deleted}),
+        );
         if let Some(p) = target.partition() {
             m.insert("segments".into(), json!(target.segment_count()));
             m.insert("partition".into(), json!(p));

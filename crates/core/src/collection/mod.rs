@@ -10,7 +10,8 @@
 //!   size (shrinking by rank);
 //! - `merge`: the exact top-k merge;
 //! - `build`: partition, build the segments, publish atomically;
-//! - `open`: an open collection and its batch search.
+//! - `open`: an open collection and its batch search;
+//! - `update`: inserts, deletes and merges routed to the segments.
 
 pub mod build;
 pub mod manifest;
@@ -18,6 +19,7 @@ pub mod merge;
 pub mod open;
 pub mod partition;
 pub mod route;
+pub mod update;
 
 pub use build::{build_collection, commit_collection, CollectionParams, CollectionReport};
 pub use manifest::{is_collection, CollectionManifest, Partition};

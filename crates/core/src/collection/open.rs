@@ -1,6 +1,8 @@
 //! An open collection: every segment's index open with its share of the
-//! budget; a batch of queries fans out to the segments each query is
-//! routed to, and their answers are merged exactly (`merge`).
+//! budget, with its updates (`update::live`: a segment takes inserts and
+//! deletes as an index does, `collection/update.rs`); a batch of queries
+//! fans out to the segments each query is routed to, and their answers
+//! are merged exactly (`merge`).
 //!
 //! Segments are searched one after another, each on all of the batch's
 //! worker threads with its queries in flight: the same device depth and
@@ -15,13 +17,14 @@ use crate::data::{DType, Metric};
 use crate::error::{Error, Result};
 use crate::index::{BatchResult, Index, OpenOptions};
 use crate::search::{QueryStats, SearchParams, Switches};
+use crate::update::live::{LiveIndex, UpdateOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct Collection {
     pub dir: PathBuf,
     pub manifest: CollectionManifest,
-    segments: Vec<Index>,
+    pub(super) segments: Vec<LiveIndex>,
     /// k-means partitions: `segments x dim`, row-major.
     centroids: Option<Vec<f32>>,
 }
@@ -91,11 +94,31 @@ impl Collection {
     /// it); without one each segment holds its codes only, as an index.
     /// All segments come from one build of the collection, even when a
     /// rebuild switches the directory meanwhile (`open_consistent`).
+    /// Opened so, the segments take no share of the budget for updates:
+    /// their logged updates are searched, and an insert that does not fit
+    /// is refused ([`Collection::open_with`] opens one that takes them).
     pub fn open(dir: impl AsRef<Path>, opts: &OpenOptions) -> Result<Collection> {
-        crate::index::commit::open_consistent(dir.as_ref(), |dir| Collection::open_once(dir, opts))
+        let read_only = UpdateOptions {
+            delta_share: 0.0,
+            auto_merge: false,
+            ..UpdateOptions::default()
+        };
+        Collection::open_with(dir, opts, &read_only)
     }
 
-    fn open_once(dir: &Path, opts: &OpenOptions) -> Result<Collection> {
+    /// [`Collection::open`] with how each segment takes updates (its
+    /// delta's share of its budget, merging when it fills).
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        opts: &OpenOptions,
+        updates: &UpdateOptions,
+    ) -> Result<Collection> {
+        crate::index::commit::open_consistent(dir.as_ref(), |dir| {
+            Collection::open_once(dir, opts, updates)
+        })
+    }
+
+    fn open_once(dir: &Path, opts: &OpenOptions, updates: &UpdateOptions) -> Result<Collection> {
         let dir = dir.to_path_buf();
         let manifest = CollectionManifest::read(&dir)?;
         let sizes: Vec<usize> = manifest.segments.iter().map(|s| s.n).collect();
@@ -103,22 +126,26 @@ impl Collection {
         let mut segments = Vec::with_capacity(sizes.len());
         for i in 0..sizes.len() {
             let path = manifest.segment_path(&dir, i);
-            let seg = Index::open(
+            let seg = LiveIndex::open_with(
                 &path,
                 &OpenOptions {
                     memory_budget_bytes: budgets.as_ref().map(|b| b[i]),
                     ..opts.clone()
                 },
+                updates,
             )?;
-            let agree = [
-                ("n", seg.len().to_string(), sizes[i].to_string()),
+            // A segment merged since the build holds another count than
+            // collection.json's (the build's): only an unmerged one must
+            // agree with it.
+            let (n, merged, metric) =
+                seg.with_base(|b| (b.len(), b.manifest.update_seq > 0, b.metric()));
+            let mut agree = vec![
                 ("dim", seg.dim().to_string(), manifest.dim.to_string()),
-                (
-                    "metric",
-                    seg.metric().to_string(),
-                    manifest.metric.to_string(),
-                ),
+                ("metric", metric.to_string(), manifest.metric.to_string()),
             ];
+            if !merged {
+                agree.push(("n", n.to_string(), sizes[i].to_string()));
+            }
             for (field, found, want) in agree {
                 if found != want {
                     return Err(Error::index(
@@ -143,7 +170,8 @@ impl Collection {
         })
     }
 
-    pub fn segments(&self) -> &[Index] {
+    /// The segments, each an index with its updates.
+    pub fn segments(&self) -> &[LiveIndex] {
         &self.segments
     }
 
@@ -155,12 +183,14 @@ impl Collection {
         self.manifest.dim
     }
 
+    /// Vectors searchable now, over every segment (collection.json's `n`
+    /// is the build's).
     pub fn len(&self) -> usize {
-        self.manifest.n
+        self.segments.iter().map(LiveIndex::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.manifest.n == 0
+        self.len() == 0
     }
 
     pub fn metric(&self) -> Metric {
@@ -171,18 +201,32 @@ impl Collection {
         self.manifest.dtype
     }
 
-    /// RAM held by every segment (each within its share of the budget).
+    /// RAM held by every segment (each within its share of the budget),
+    /// its updates included.
     pub fn memory_bytes(&self) -> usize {
-        self.segments.iter().map(|s| s.memory().total()).sum()
+        self.segments
+            .iter()
+            .map(|s| s.with_base(|b| b.memory().total()) + s.update_bytes())
+            .sum()
     }
 
     pub fn cached_nodes(&self) -> usize {
-        self.segments.iter().map(|s| s.cached_nodes()).sum()
+        self.segments
+            .iter()
+            .map(|s| s.with_base(Index::cached_nodes))
+            .sum()
     }
 
     /// The first segment's search defaults (all segments share a profile).
     pub fn search_defaults(&self, switches: &Switches) -> SearchParams {
-        self.segments[0].search_defaults(switches)
+        self.segments[0].with_base(|b| b.search_defaults(switches))
+    }
+
+    /// Whether the segments are cluster indexes (the ivf profile).
+    pub fn is_clusters(&self) -> bool {
+        self.segments
+            .iter()
+            .any(|s| s.with_base(|b| !b.plan.graph()))
     }
 
     /// Every check the segments make of `params` for `nq` queries.
@@ -258,7 +302,8 @@ impl Collection {
                 complexity: v.complexity,
                 ..params.clone()
             };
-            let res = seg.search_batch(&sub, dim, &p)?;
+            let live = seg.search(&sub, dim, &p)?;
+            let res = &live.base;
             for (j, &q) in v.rows.iter().enumerate() {
                 out.stats[q as usize] += res.stats[j];
                 if let (Some(e), None) = (&res.errors[j], &out.errors[q as usize]) {
@@ -271,7 +316,7 @@ impl Collection {
             io_total = io_total.zip(res.proc_read_bytes).map(|(a, b)| a + b);
             out.io_wait_s += res.io_wait_s;
             out.io_backend = res.io_backend.clone();
-            answers.push((res.dists, seg.result_ids(&res.ids)));
+            answers.push((live.dists, live.ids));
         }
         let t_merge = Instant::now();
         let parts: Vec<Part> = calls

@@ -576,6 +576,7 @@ pub fn build_index_with_ids(
             data_dtype,
             dim,
             ids,
+            given: Default::default(),
         };
         return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
     }

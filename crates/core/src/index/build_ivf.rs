@@ -51,6 +51,19 @@ pub struct Input<'a> {
     pub dim: usize,
     /// Ids given with the data, kept as every profile keeps them.
     pub ids: Option<&'a [i64]>,
+    /// What a merge keeps of the generation it replaces (`update/merge.rs`).
+    pub given: Given,
+}
+
+/// Parts a merge keeps (issue #55): the generation's centroids (the kept
+/// and inserted vectors are assigned to them, nothing is re-clustered), its
+/// PQ codebook for IVF-PQ (new points encoded with it), and the last
+/// update-log record the new generation holds. A build gives none.
+#[derive(Default)]
+pub struct Given {
+    pub centroids: Option<Vec<f32>>,
+    pub codebook: Option<PqCodebook>,
+    pub update_seq: u64,
 }
 
 /// Builds the ivf index of `input` in `staging` and commits it.
@@ -66,7 +79,11 @@ pub fn build(
     let n = data.len() / dim;
     let dtype = stored_dtype(params.store, input.data_dtype)?;
     let t = Instant::now();
-    let a = pool.install(|| Assignment::build(data, dim, &assign_params(params, n)));
+    let ap = assign_params(params, n);
+    let a = pool.install(|| match &input.given.centroids {
+        Some(c) => Assignment::to_centroids(data, dim, c.clone(), &ap),
+        None => Assignment::build(data, dim, &ap),
+    });
     report
         .stages
         .push(("clusters".into(), t.elapsed().as_secs_f64()));
@@ -89,7 +106,7 @@ pub fn build(
     let mut names = vec![crate::layout::PAGES_FILE, CLUSTERS_FILE];
     let mut quantizer = "none (exact distances over clusters)".to_string();
     if params.ivf_codes {
-        quantizer = write_codes(&staging, data, dim, &a, params, pool, &mut report)?;
+        quantizer = write_codes(&staging, input, &a, params, pool, &mut report)?;
         names.extend([crate::plan::codes::PQ_FILE, MEMBERS_FILE]);
     }
     if let Some(ids) = input.ids {
@@ -117,6 +134,7 @@ pub fn build(
         .with_ids(input.ids.is_some());
     let mut manifest = manifest(params, dtype, dim, n, quantizer, files, chosen.clone());
     manifest.plan = Some(plan);
+    manifest.update_seq = input.given.update_seq;
     let mpath = staging.dir.join(MANIFEST);
     std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
     report.chosen = chosen;
@@ -204,12 +222,16 @@ fn write_pages(
         BufWriter::with_capacity(8 << 20, std::fs::File::create(&pages).at("create", &pages)?);
     let vector_bytes = |id: u32, out: &mut [u8]| {
         let v = &data[id as usize * dim..(id as usize + 1) * dim];
-        if dtype == DType::F16 {
-            stratavec_simd::half::encode_f16(v, out);
-        } else {
-            for (o, x) in out.chunks_exact_mut(4).zip(v) {
-                o.copy_from_slice(&x.to_le_bytes());
+        match dtype {
+            DType::F16 => stratavec_simd::half::encode_f16(v, out),
+            DType::F32 => {
+                for (o, x) in out.chunks_exact_mut(4).zip(v) {
+                    o.copy_from_slice(&x.to_le_bytes());
+                }
             }
+            // The f32 rows of integer vectors hold their exact values.
+            DType::U8 => out.iter_mut().zip(v).for_each(|(o, &x)| *o = x as u8),
+            DType::I8 => out.iter_mut().zip(v).for_each(|(o, &x)| *o = x as i8 as u8),
         }
     };
     layout
@@ -230,16 +252,17 @@ fn write_clusters(staging: &Staging, layout: &IvfLayout) -> Result<()> {
 
 /// IVF-PQ: codes of every vector (id order, as every profile's) and the
 /// clusters' members, both held in RAM by the search. Returns the
-/// manifest's quantizer line; records the "pq" stage.
+/// manifest's quantizer line; records the "pq" stage. A `given` codebook
+/// (a merge's) encodes without training.
 fn write_codes(
     staging: &Staging,
-    data: &[f32],
-    dim: usize,
+    input: &Input,
     a: &Assignment,
     params: &BuildParams,
     pool: &rayon::ThreadPool,
     report: &mut BuildReport,
 ) -> Result<String> {
+    let (data, dim) = (input.data, input.dim);
     let n = data.len() / dim;
     let t = Instant::now();
     let pq = PqTrainParams {
@@ -249,7 +272,10 @@ fn write_codes(
         seed: params.seed,
     };
     let (cb, codes) = pool.install(|| {
-        let cb = PqCodebook::train(data, dim, &pq);
+        let cb = match &input.given.codebook {
+            Some(cb) => cb.clone(),
+            None => PqCodebook::train(data, dim, &pq),
+        };
         let codes = cb.encode_all(data);
         (cb, codes)
     });

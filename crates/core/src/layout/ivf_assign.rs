@@ -129,11 +129,9 @@ impl Assignment {
     /// Clusters `data` (row-major, `dim` wide). Runs on the caller's rayon
     /// pool; the result depends only on the data and `p` (not on threads).
     pub fn build(data: &[f32], dim: usize, p: &AssignParams) -> Assignment {
-        use rayon::prelude::*;
         let n = data.len() / dim;
         assert!(n > 0, "clusters of no vectors");
         let k = p.clusters.clamp(1, n);
-        let replicas = p.replicas.clamp(1, 8);
         let mut rng = Rng::new(p.seed ^ 0x4956_4643);
         let mut sample = rng.sample(n, (64 * k).min(n));
         sample.sort_unstable();
@@ -142,6 +140,27 @@ impl Assignment {
             points.extend_from_slice(&data[i * dim..(i + 1) * dim]);
         }
         let centroids = crate::quant::kmeans::train(&points, dim, k, p.iters, &mut rng);
+        Assignment::to_centroids(data, dim, centroids, p)
+    }
+
+    /// Assigns `data` to given `centroids` (row-major, `dim` wide; their
+    /// count, not `p.clusters`, is the cluster count): the balanced primary
+    /// and the replicas of [`Assignment::build`] without training. A merge
+    /// keeps a generation's centroids (as FreshDiskANN keeps its PQ
+    /// codebook, §4.3): the new and kept vectors join the clusters they are
+    /// nearest, and a cluster may end empty.
+    pub fn to_centroids(
+        data: &[f32],
+        dim: usize,
+        centroids: Vec<f32>,
+        p: &AssignParams,
+    ) -> Assignment {
+        use rayon::prelude::*;
+        let n = data.len() / dim;
+        assert!(n > 0, "clusters of no vectors");
+        let k = centroids.len() / dim;
+        assert!(k > 0, "no centroids");
+        let replicas = p.replicas.clamp(1, 8);
         // Candidates: enough to find room under the cap and the replicas.
         let want = (replicas + 8).min(k);
         let cands: Vec<Vec<(u32, f32)>> = data

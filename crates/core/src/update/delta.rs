@@ -80,10 +80,19 @@ impl Delta {
             rows.chunks_exact_mut(self.dim)
                 .for_each(crate::data::normalize_f32);
         }
+        // Grown to size, not doubled: the memory plan charges capacity, and
+        // a doubled buffer would spend up to half the delta's share on
+        // nothing (a batch's copy of the delta is cheap beside its inserts).
+        let n = first + ids.len();
+        self.vectors
+            .reserve_exact(n * self.dim - self.vectors.len());
+        self.ids.reserve_exact(ids.len());
+        self.removed.reserve_exact(ids.len());
+        self.lists.reserve_exact(ids.len());
         self.vectors.extend_from_slice(&rows);
         self.ids.extend_from_slice(ids);
-        self.removed.resize(self.ids.len(), false);
-        self.lists.resize(self.ids.len(), Vec::new());
+        self.removed.resize(n, false);
+        self.lists.resize(n, Vec::new());
         let space = BuildSpace::new(&self.vectors, self.dim, self.metric);
         let mut done = first;
         while done < self.ids.len() {

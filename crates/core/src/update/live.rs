@@ -20,7 +20,13 @@ use crate::search::SearchParams;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+
+mod refresh;
+mod state;
+use state::State;
 
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +41,9 @@ pub struct Applied {
     /// The batch id was applied before (a retried call): nothing was done
     /// again, and `seq` is the first application's.
     pub repeated: bool,
+    /// An insert's first id: an insert without ids gives its vectors this
+    /// id and the ones after it, in order (-1 for a delete).
+    pub first_id: i64,
 }
 
 /// Answers of a search over the generation and the delta: `k` ids and
@@ -65,6 +74,15 @@ pub struct UpdateOptions {
     pub merge_threads: usize,
 }
 
+/// Vectors an insert puts into the delta under one hold of the state's
+/// write lock (`apply_logged`): at 384-d a chunk takes a few milliseconds,
+/// which is as long as a search may wait for it.
+const APPLY_CHUNK: usize = 128;
+
+/// The delta graph's search list under a cluster index (whose complexity
+/// counts clusters, not candidates): the graph profiles' default L.
+const DELTA_LIST_FOR_CLUSTERS: usize = 64;
+
 /// The delta's room when the open has no memory budget.
 pub const DELTA_BYTES_UNBUDGETED: usize = 256 << 20;
 
@@ -91,23 +109,22 @@ pub struct LiveIndex {
     writer: Mutex<Option<WalWriter>>,
     /// Held from the first write to the drop.
     lock: Mutex<Option<WriterLock>>,
+    /// The log's offset past the last record this handle applied (what a
+    /// refresh reads on from).
+    log_end: AtomicU64,
+    /// Milliseconds after `opened` of the last look for other handles'
+    /// writes (`maybe_refresh`).
+    looked: AtomicU64,
+    opened: Instant,
+    /// Why the last automatic refresh failed (the handle then searches
+    /// what it had); cleared by one that succeeds.
+    refresh_error: Mutex<Option<String>>,
 }
 
-struct State {
-    base: Index,
-    delta: Delta,
-    deleted: Tombstones,
-    /// Generation rows by id, for an index built with ids (made at open).
-    base_rows: Option<HashMap<i64, u32>>,
-    /// Live delta rows by id.
-    delta_rows: HashMap<i64, u32>,
-    /// The id an insert without ids gives its first vector.
-    next_id: i64,
-    /// The last log record applied.
-    seq: u64,
-    /// Batch ids applied (since the generation), with their results.
-    batches: HashMap<u64, Applied>,
-}
+/// How often a search looks for what other handles and processes wrote:
+/// a new generation published over the directory, records appended to
+/// its log (one `stat` of the log a look when nothing changed).
+pub const REFRESH_MS: u64 = 100;
 
 impl LiveIndex {
     /// Opens the generation at `dir` and replays its update log.
@@ -149,9 +166,7 @@ impl LiveIndex {
             }
             other => other?,
         };
-        let mut state = State::new(base);
-        let scan = wal::read(&dir.join(WAL_FILE), state.base.dim())?;
-        state.replay(&scan.records, &dir)?;
+        let (state, log_end) = State::replayed(base, &dir)?;
         Ok(LiveIndex {
             dir,
             opts,
@@ -161,6 +176,10 @@ impl LiveIndex {
             state: RwLock::new(state),
             writer: Mutex::new(None),
             lock: Mutex::new(None),
+            log_end: AtomicU64::new(log_end),
+            looked: AtomicU64::new(0),
+            opened: Instant::now(),
+            refresh_error: Mutex::new(None),
         })
     }
 
@@ -170,6 +189,7 @@ impl LiveIndex {
 
     /// Vectors searchable now: the generation's live rows and the delta's.
     pub fn len(&self) -> usize {
+        self.maybe_refresh();
         let s = self.read();
         s.base.len() - s.deleted.len() + s.delta.len()
     }
@@ -184,13 +204,29 @@ impl LiveIndex {
 
     /// Whether `id` is searchable (inserted or built, and not deleted).
     pub fn contains(&self, id: i64) -> bool {
+        self.maybe_refresh();
         self.read().is_live(id)
     }
 
     /// Vectors inserted and not yet merged; generation rows deleted.
     pub fn pending(&self) -> (usize, usize) {
+        self.maybe_refresh();
         let s = self.read();
         (s.delta.len(), s.deleted.len())
+    }
+
+    /// The id an insert without ids gives its first vector: one past the
+    /// largest id the index has held.
+    pub fn next_id(&self) -> i64 {
+        self.read().next_id
+    }
+
+    /// What batch `batch` did, if this generation applied it (a retried
+    /// call is answered with it).
+    pub fn batch_applied(&self, batch: u64) -> Option<Applied> {
+        (batch != 0)
+            .then(|| self.read().batches.get(&batch).copied())
+            .flatten()
     }
 
     /// Bytes the delta, the tombstones and the id maps hold.
@@ -243,8 +279,50 @@ impl LiveIndex {
             make(&s)?
         };
         let seq = wal.append(batch, &op)?;
-        let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
-        Ok(s.apply(&Record { seq, batch, op }))
+        Ok(self.apply_logged(&Record { seq, batch, op }))
+    }
+
+    /// Applies a record just logged. A large insert goes into the delta
+    /// [`APPLY_CHUNK`] vectors at a time, the state's write lock taken for
+    /// each chunk alone, so searches run between chunks instead of waiting
+    /// for the whole batch (it is durable already: a search may see part
+    /// of it, never a vector that a crash could lose). Only this handle's
+    /// writer applies, so chunks of two batches never interleave.
+    fn apply_logged(&self, r: &Record) -> Applied {
+        let state = || self.state.write().unwrap_or_else(|e| e.into_inner());
+        let Op::Insert { ids, vectors } = &r.op else {
+            return state().apply(r);
+        };
+        let dim = vectors.len() / ids.len().max(1);
+        let chunks = ids.len().div_ceil(APPLY_CHUNK);
+        for (i, chunk) in ids
+            .chunks(APPLY_CHUNK)
+            .enumerate()
+            .take(chunks.saturating_sub(1))
+        {
+            let at = i * APPLY_CHUNK * dim;
+            state().insert_rows(chunk, &vectors[at..at + chunk.len() * dim]);
+        }
+        let last = (chunks.saturating_sub(1)) * APPLY_CHUNK;
+        let tail = Record {
+            seq: r.seq,
+            batch: r.batch,
+            op: Op::Insert {
+                ids: ids[last..].to_vec(),
+                vectors: vectors[last * dim..].to_vec(),
+            },
+        };
+        let mut s = state();
+        let applied = s.apply(&tail);
+        let whole = Applied {
+            count: ids.len(),
+            first_id: ids.first().copied().unwrap_or(NO_ID),
+            ..applied
+        };
+        if r.batch != 0 {
+            s.batches.insert(r.batch, whole);
+        }
+        whole
     }
 
     /// The log's writer, started on first use; refused when the directory
@@ -301,6 +379,7 @@ impl LiveIndex {
         *self.lock.lock().unwrap_or_else(|e| e.into_inner()) = Some(lock);
         let state = State::new(Index::open(&self.dir, &self.opts)?);
         let log = WalWriter::open(&self.dir.join(WAL_FILE), dim)?.0;
+        self.log_end.store(log.len(), Ordering::Release);
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = state;
         *writer = Some(log);
         *self.dir_id.lock().unwrap_or_else(|e| e.into_inner()) = dir_id(&self.dir);
@@ -327,6 +406,22 @@ impl LiveIndex {
         f(&self.read().base)
     }
 
+    /// Every check of a search that needs no query values: the
+    /// generation's (its strategy, buffers) at the k it will be asked, and
+    /// k against the live set.
+    pub fn check_search(&self, params: &SearchParams, nq: usize) -> Result<()> {
+        let s = self.read();
+        let live = s.base.len() - s.deleted.len() + s.delta.len();
+        if params.radius.is_none() && params.k > live {
+            return Err(Error::argument(
+                "k",
+                format!("at most the number of indexed vectors ({live})"),
+                params.k,
+            ));
+        }
+        s.base.check_search(&s.base_params(params).0, nq)
+    }
+
     /// Searches the generation and the delta; deleted rows are never
     /// returned. The generation is asked for enough more than `k` that the
     /// deleted rows among its answers leave `k` (expected; see `base_k`).
@@ -334,6 +429,7 @@ impl LiveIndex {
     /// within the radius and every delta point within it (the delta is
     /// small: compared in full).
     pub fn search(&self, queries: &[f32], dim: usize, params: &SearchParams) -> Result<LiveResult> {
+        self.maybe_refresh();
         if params.radius.is_some() {
             return self.range_search(queries, dim, params);
         }
@@ -347,12 +443,8 @@ impl LiveIndex {
                 k,
             ));
         }
-        let kb = base_k(k, s.deleted.len(), s.base.len());
-        let p = SearchParams {
-            k: kb,
-            complexity: params.complexity.max(kb),
-            ..params.clone()
-        };
+        let (p, delta_l) = s.base_params(params);
+        let kb = p.k;
         let base = s.base.search_batch(queries, dim, &p)?;
         let nq = queries.len() / dim.max(1);
         let metric = s.base.metric();
@@ -371,7 +463,7 @@ impl LiveIndex {
                 }
                 if !s.delta.is_empty() {
                     let q = prepare(&queries[qi * dim..(qi + 1) * dim], metric);
-                    for (d, row) in s.delta.search(&q, k, params.complexity, scratch) {
+                    for (d, row) in s.delta.search(&q, k, delta_l, scratch) {
                         hits.push((reported_distance(metric, d), s.delta.id(row)));
                     }
                 }
@@ -467,173 +559,6 @@ pub fn base_k(k: usize, deleted: usize, n: usize) -> usize {
     let want = k as f64 / (1.0 - f);
     let spread = 2.0 * (want * f * (1.0 - f)).sqrt();
     ((want + spread).ceil() as usize + 2).min(n)
-}
-
-impl State {
-    fn new(base: Index) -> State {
-        let n = base.len();
-        let base_rows = base.ids().map(|map| {
-            (0..n as u32)
-                .map(|r| (map.get(r), r))
-                .collect::<HashMap<_, _>>()
-        });
-        let next_id = match &base_rows {
-            Some(rows) => rows.keys().copied().max().map_or(0, |m| m + 1),
-            None => n as i64,
-        };
-        State {
-            delta: Delta::new(base.dim(), base.metric()),
-            deleted: Tombstones::new(n),
-            base_rows,
-            delta_rows: HashMap::new(),
-            next_id,
-            seq: base.manifest.update_seq,
-            batches: HashMap::new(),
-            base,
-        }
-    }
-
-    /// What the delta's share holds. The generation's id map (`base_rows`,
-    /// ~24 bytes a row) is the generation's, made at open like its other
-    /// parts, and not charged here.
-    fn update_bytes(&self) -> usize {
-        self.delta.resident_bytes()
-            + self.deleted.resident_bytes()
-            + self.delta_rows.capacity() * 24
-    }
-
-    /// The generation row holding `id`, if it is live.
-    fn base_row(&self, id: i64) -> Option<u32> {
-        let row = match &self.base_rows {
-            Some(rows) => *rows.get(&id)?,
-            None => u32::try_from(id)
-                .ok()
-                .filter(|&r| (r as usize) < self.base.len())?,
-        };
-        (!self.deleted.contains(row)).then_some(row)
-    }
-
-    fn is_live(&self, id: i64) -> bool {
-        self.delta_rows.contains_key(&id) || self.base_row(id).is_some()
-    }
-
-    /// Refuses a batch that cannot be inserted as it is, naming the row and
-    /// the value; returns the ids it gets.
-    fn check_insert(&self, vectors: &[f32], ids: Option<&[i64]>) -> Result<Vec<i64>> {
-        let dim = self.base.dim();
-        if vectors.is_empty() || !vectors.len().is_multiple_of(dim) {
-            return Err(Error::argument(
-                "vectors to insert",
-                format!("rows of dimension {dim} (the index's)"),
-                format!("{} values", vectors.len()),
-            ));
-        }
-        let n = vectors.len() / dim;
-        if let Some((i, x)) = vectors.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-            return Err(Error::argument(
-                format!("vector to insert, row {} component {}", i / dim, i % dim),
-                "a finite number",
-                x,
-            ));
-        }
-        let ids: Vec<i64> = match ids {
-            Some(ids) if ids.len() != n => {
-                return Err(Error::argument(
-                    "ids to insert",
-                    format!("{n} (one a vector)"),
-                    ids.len(),
-                ));
-            }
-            Some(ids) => ids.to_vec(),
-            None => (0..n as i64).map(|i| self.next_id + i).collect(),
-        };
-        let mut seen = HashMap::with_capacity(n);
-        for (i, &id) in ids.iter().enumerate() {
-            if id == NO_ID {
-                return Err(Error::argument(
-                    format!("id of row {i}"),
-                    "any id but -1 (which marks an empty result)",
-                    id,
-                ));
-            }
-            if let Some(j) = seen.insert(id, i) {
-                return Err(Error::argument(
-                    format!("id of row {i}"),
-                    "ids unique within a batch",
-                    format!("{id}, also the id of row {j}"),
-                ));
-            }
-            if self.is_live(id) {
-                return Err(Error::argument(
-                    format!("id of row {i}"),
-                    "an id not in the index (delete it first to replace it)",
-                    format!("{id}, which is live"),
-                ));
-            }
-        }
-        Ok(ids)
-    }
-
-    /// Applies a logged record (it was checked before it was logged).
-    fn apply(&mut self, r: &Record) -> Applied {
-        let mut applied = Applied {
-            seq: r.seq,
-            count: 0,
-            missing: 0,
-            repeated: false,
-        };
-        match &r.op {
-            Op::Insert { ids, vectors } => {
-                let first = self.delta.insert(ids, vectors);
-                for (i, &id) in ids.iter().enumerate() {
-                    self.delta_rows.insert(id, first + i as u32);
-                    self.next_id = self.next_id.max(id.saturating_add(1));
-                }
-                applied.count = ids.len();
-            }
-            Op::Delete { ids } => {
-                for &id in ids {
-                    if let Some(row) = self.delta_rows.remove(&id) {
-                        self.delta.remove(row);
-                    } else if let Some(row) = self.base_row(id) {
-                        self.deleted.insert(row);
-                    } else {
-                        applied.missing += 1;
-                        continue;
-                    }
-                    applied.count += 1;
-                }
-            }
-        }
-        self.seq = r.seq;
-        if r.batch != 0 {
-            self.batches.insert(r.batch, applied);
-        }
-        applied
-    }
-
-    /// Applies logged records in order (at open, or those another writer
-    /// logged); an insert of a live id there means the log and the
-    /// generation disagree.
-    fn replay(&mut self, records: &[Record], dir: &Path) -> Result<()> {
-        for r in records {
-            if r.seq <= self.seq {
-                continue;
-            }
-            if let Op::Insert { ids, .. } = &r.op {
-                if let Some(&id) = ids.iter().find(|&&id| self.is_live(id)) {
-                    return Err(Error::index(
-                        &dir.join(WAL_FILE),
-                        format!("record {}", r.seq),
-                        "inserts of ids not in the index",
-                        format!("id {id}, already live"),
-                    ));
-                }
-            }
-            self.apply(r);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -2,10 +2,16 @@
 //! generation (issue #55). FreshDiskANN's StreamingMerge (Singh et al.
 //! 2021, §4.3, Algorithms 4–5) in three phases over the old graph:
 //!
-//! 1. **Delete.** Every kept node with a deleted out-neighbour takes that
-//!    neighbour's live out-neighbours as candidates beside its own live
-//!    ones and is pruned back to R (robust prune, alpha of the build), so
-//!    the paths that ran through deleted nodes survive them.
+//! 1. **Delete.** Every kept node with a deleted out-neighbour takes, in
+//!    its place, the [`REPLACEMENTS`] nearest of that neighbour's live
+//!    out-neighbours (IP-DiskANN, arXiv 2502.13826: c = 3), so the paths
+//!    that ran through deleted nodes survive them; a list that grows past
+//!    R is pruned back (robust prune, alpha of the build). FreshDiskANN's
+//!    Algorithm 4 prunes every such list over all of the deleted
+//!    neighbours' out-neighbours instead: with 10% deleted nearly every
+//!    node has a deleted neighbour, and those prunes over ~300 candidates
+//!    took most of a merge (0.45x of a build at 20k vectors, against this
+//!    rule's share measured in BENCHMARKS.md).
 //! 2. **Insert.** Every live delta point searches the repaired graph and
 //!    links in with the build's own batch step (`insert_batch`): out-edges
 //!    by robust prune, reverse edges merged per target.
@@ -88,11 +94,14 @@ pub(crate) fn merge_into(
     let t_all = Instant::now();
     let base = input.base;
     let m = &base.manifest;
-    if !base.plan.graph() {
+    if base.len() - input.deleted.len() + input.delta.len() == 0 {
         return Err(Error::argument(
             "merge",
-            "an index with a graph (every profile but ivf, for now)",
-            format!("a {} index", m.profile),
+            "at least one vector left to index",
+            format!(
+                "none: all {} of the generation's rows are deleted and nothing is inserted",
+                base.len()
+            ),
         ));
     }
     let pool = crate::index::build::thread_pool(input.threads, "merge")?;
@@ -110,6 +119,9 @@ pub(crate) fn merge_into(
         .push(("read".into(), t.elapsed().as_secs_f64()));
     let n = set.data.len() / m.dim;
     report.n = n;
+    if !base.plan.graph() {
+        return merge_clusters(input, &set, report, staging, dir, &pool, t_all);
+    }
     let space = BuildSpace::new(&set.data, m.dim, m.metric);
     let t = Instant::now();
     progress.stage("merge graph", 0);
@@ -159,6 +171,54 @@ pub(crate) fn merge_into(
         },
     };
     stages::run(build, false, t_all)
+}
+
+/// The ivf profile's merge: the kept and inserted vectors assigned to the
+/// generation's centroids (balanced, replicated and grouped as a build
+/// does; nothing re-clustered), IVF-PQ codes from its codebook, written and
+/// published by the profile's own build (`index::build_ivf`). Deleted
+/// vectors simply are not written: no cluster lists them any more.
+fn merge_clusters(
+    input: &MergeInput,
+    set: &NewSet,
+    mut report: BuildReport,
+    staging: Staging,
+    dir: &Path,
+    pool: &rayon::ThreadPool,
+    t_all: Instant,
+) -> Result<BuildReport> {
+    let (base, m) = (input.base, &input.base.manifest);
+    let centroids = match base.layout().clusters() {
+        Some(c) => c.centroids.clone(),
+        None => {
+            return Err(Error::index(
+                &dir.join(crate::layout::PAGES_FILE),
+                "layout",
+                "a graph or a cluster layout",
+                base.layout().name(),
+            ))
+        }
+    };
+    let codebook = match m.build.ivf_codes {
+        true => {
+            let path = dir.join(crate::plan::codes::PQ_FILE);
+            Some(crate::quant::pq_file::read(&path, m.n, m.dim)?.0)
+        }
+        false => None,
+    };
+    report.chosen = m.chosen.clone();
+    let ivf = crate::index::build_ivf::Input {
+        data: &set.data,
+        data_dtype: m.dtype,
+        dim: m.dim,
+        ids: Some(&set.ids),
+        given: crate::index::build_ivf::Given {
+            centroids: Some(centroids),
+            codebook,
+            update_seq: input.update_seq,
+        },
+    };
+    crate::index::build_ivf::build(&ivf, staging, &m.build, pool, report, t_all)
 }
 
 /// Reads every record of the generation once, in row order: the kept
@@ -314,8 +374,11 @@ fn entry(set: &NewSet, space: &BuildSpace) -> u32 {
     }
 }
 
-/// Phase 1 (FreshDiskANN Algorithm 4): kept nodes' lists in new numbers,
-/// those that pointed at deleted nodes repaired through them.
+/// Replacement edges a deleted out-neighbour leaves (IP-DiskANN's c).
+pub const REPLACEMENTS: usize = 3;
+
+/// Phase 1: kept nodes' lists in new numbers, those that pointed at
+/// deleted nodes repaired through them (see the module's doc).
 fn repaired_lists(set: &NewSet, space: &BuildSpace, r: usize, alpha: f32) -> Vec<Vec<u32>> {
     let live = |x: u32| set.new_of_old[x as usize];
     let kept_rows: Vec<u32> = (0..set.old_lists.len() as u32)
@@ -331,19 +394,32 @@ fn repaired_lists(set: &NewSet, space: &BuildSpace, r: usize, alpha: f32) -> Vec
                 if list.iter().all(|&x| live(x) != u32::MAX) {
                     return list.iter().map(|&x| live(x)).collect();
                 }
-                let mut pool: Vec<(f32, u32)> = Vec::new();
-                for &x in list {
-                    match live(x) {
-                        u32::MAX => pool.extend(
-                            set.old_lists[x as usize]
-                                .iter()
-                                .map(|&y| live(y))
-                                .filter(|&y| y != u32::MAX && y != me)
-                                .map(|y| (space.dist(me, y), y)),
-                        ),
-                        y => pool.push((space.dist(me, y), y)),
+                let mut next: Vec<u32> = list
+                    .iter()
+                    .map(|&x| live(x))
+                    .filter(|&y| y != u32::MAX)
+                    .collect();
+                let mut cands: Vec<(f32, u32)> = Vec::new();
+                for &x in list.iter().filter(|&&x| live(x) == u32::MAX) {
+                    cands.clear();
+                    cands.extend(
+                        set.old_lists[x as usize]
+                            .iter()
+                            .map(|&y| live(y))
+                            .filter(|&y| y != u32::MAX && y != me && !next.contains(&y))
+                            .map(|y| (space.dist(me, y), y)),
+                    );
+                    let c = REPLACEMENTS.min(cands.len());
+                    if c > 0 && c < cands.len() {
+                        cands.select_nth_unstable_by(c - 1, |a, b| a.0.total_cmp(&b.0));
                     }
+                    next.extend(cands[..c].iter().map(|&(_, y)| y));
                 }
+                if next.len() <= r {
+                    return next;
+                }
+                let mut pool: Vec<(f32, u32)> =
+                    next.iter().map(|&y| (space.dist(me, y), y)).collect();
                 robust_prune(space, me, &mut pool, alpha, r, scratch, out);
                 out.clone()
             },

@@ -25,7 +25,7 @@
 use super::crc32c::Crc32c;
 use crate::error::{Error, FileContext, Result};
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -316,6 +316,55 @@ pub fn read(path: &Path, dim: usize) -> Result<Scan> {
         Err(e) => return Err(Error::file("open update log", path, e)),
     }
     scan(&bytes, dim, path)
+}
+
+/// What a reader of a log another process appends to finds past `offset`
+/// (the end of what it read before; 0 for nothing yet): the complete
+/// records from sequence number `next_seq` on, and the offset just past
+/// the last of them. A record still being written (a short or unchecked
+/// tail) ends the read without error: the reader looks again later. The
+/// log is never rewritten in place (a merge starts a new one in a new
+/// directory), so an offset stays valid for as long as the file is there.
+pub fn read_after(
+    path: &Path,
+    dim: usize,
+    offset: u64,
+    next_seq: u64,
+) -> Result<(Vec<Record>, u64)> {
+    if offset < FILE_HEADER as u64 {
+        let scan = read(path, dim)?;
+        let records = scan
+            .records
+            .into_iter()
+            .filter(|r| r.seq >= next_seq)
+            .collect();
+        return Ok((records, scan.end));
+    }
+    let mut bytes = Vec::new();
+    let mut f = File::open(path).at("open update log", path)?;
+    f.seek(std::io::SeekFrom::Start(offset))
+        .at("seek update log", path)?;
+    f.read_to_end(&mut bytes).at("read update log", path)?;
+    let (mut at, mut out) = (0usize, Vec::new());
+    while let Ok(len) = check_record(&bytes[at..]) {
+        let record = decode(&bytes[at..at + len], dim, offset as usize + at, path)?;
+        if record.seq >= next_seq {
+            if record.seq != next_seq + out.len() as u64 {
+                return Err(Error::index(
+                    path,
+                    format!(
+                        "sequence number of the record at offset {}",
+                        offset as usize + at
+                    ),
+                    next_seq + out.len() as u64,
+                    record.seq,
+                ));
+            }
+            out.push(record);
+        }
+        at += len;
+    }
+    Ok((out, offset + at as u64))
 }
 
 /// The one appender of a log (the writer lock, `update/lock.rs`, makes

@@ -94,11 +94,13 @@ fn searching_every_segment_is_the_exact_merge_and_keeps_recall() {
             for q in 0..NQ {
                 let mut all: Vec<(f32, i64)> = Vec::new();
                 for seg in c.segments() {
-                    let r = seg
-                        .search_batch(&queries[q * DIM..(q + 1) * DIM], DIM, &p)
-                        .unwrap();
-                    let ids = seg.result_ids(&r.ids);
-                    all.extend(r.dists.iter().copied().zip(ids).filter(|x| x.1 >= 0));
+                    seg.with_base(|seg| {
+                        let r = seg
+                            .search_batch(&queries[q * DIM..(q + 1) * DIM], DIM, &p)
+                            .unwrap();
+                        let ids = seg.result_ids(&r.ids);
+                        all.extend(r.dists.iter().copied().zip(ids).filter(|x| x.1 >= 0));
+                    });
                 }
                 all.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
                 let want: Vec<i64> = all.iter().take(10).map(|x| x.1).collect();
@@ -136,7 +138,7 @@ fn kmeans_probe_searches_the_nearest_segments_only() {
         .unwrap();
     assert_eq!(budgets.iter().sum::<u64>(), 4_000_000);
     for (seg, b) in c.segments().iter().zip(&budgets) {
-        assert!(seg.memory().total() as u64 <= *b);
+        assert!(seg.with_base(|s| s.memory().total()) as u64 <= *b);
     }
     let p = search_params(10, 40);
     let mut last = 0.0;
@@ -206,10 +208,11 @@ fn kmeans_probe_searches_the_nearest_segments_only() {
         order.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
         let mut all: Vec<(f32, i64)> = Vec::new();
         for (&(_, s), l) in order.iter().zip([40, 20, 10]) {
-            let seg = &c.segments()[s];
-            let r = seg.search_batch(x, DIM, &search_params(10, l)).unwrap();
-            let ids = seg.result_ids(&r.ids);
-            all.extend(r.dists.iter().copied().zip(ids).filter(|x| x.1 >= 0));
+            c.segments()[s].with_base(|seg| {
+                let r = seg.search_batch(x, DIM, &search_params(10, l)).unwrap();
+                let ids = seg.result_ids(&r.ids);
+                all.extend(r.dists.iter().copied().zip(ids).filter(|x| x.1 >= 0));
+            });
         }
         all.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
         let want: Vec<i64> = all.iter().take(10).map(|x| x.1).collect();

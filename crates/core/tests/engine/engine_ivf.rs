@@ -207,3 +207,51 @@ fn bad_ivf_parameters_are_refused_by_name() {
         assert!(!tmp.path().join("x").exists());
     }
 }
+
+/// Byte vectors are stored as bytes (the records once held their f32
+/// bytes cut to a quarter of the row): probing every cluster is exact.
+#[test]
+fn u8_and_i8_vectors_probed_in_full_are_exact() {
+    let tmp = tempdir();
+    let (base_f, queries_f) = synth(800, 20, DIM, 44);
+    let lo = base_f.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = base_f.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let to_byte = |x: f32| ((x - lo) / (hi - lo) * 255.0).round().clamp(0.0, 255.0) as u8;
+    let base: Vec<u8> = base_f.iter().map(|&x| to_byte(x)).collect();
+    let queries: Vec<u8> = queries_f.iter().map(|&x| to_byte(x)).collect();
+    let signed = |v: &[u8]| -> Vec<i8> { v.iter().map(|&x| (x as i16 - 128) as i8).collect() };
+    let (base_i, queries_i) = (signed(&base), signed(&queries));
+    let cases = [
+        (
+            "u8",
+            stratavec::data::Vectors::u8(&base, DIM).unwrap(),
+            stratavec::data::Vectors::u8(&queries, DIM).unwrap(),
+        ),
+        (
+            "i8",
+            stratavec::data::Vectors::i8(&base_i, DIM).unwrap(),
+            stratavec::data::Vectors::i8(&queries_i, DIM).unwrap(),
+        ),
+    ];
+    for (name, b, q) in cases {
+        let dir = tmp.path().join(name);
+        let gt = stratavec::data::brute_force_knn(&b, &q, Metric::L2, 10, 2).unwrap();
+        stratavec::build_index(
+            b,
+            name,
+            &dir,
+            &params(2, Grouping::Frequency),
+            2,
+            &stratavec::progress::Silent,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let index = open(&dir);
+        assert_eq!(index.manifest.dtype.as_str(), name);
+        let qf: Vec<f32> = match name {
+            "u8" => queries.iter().map(|&x| x as f32).collect(),
+            _ => queries_i.iter().map(|&x| x as f32).collect(),
+        };
+        let all = probe(&index, &qf, 30);
+        assert_eq!(recall_of(&all, &gt, 10), 1.0, "{name}");
+    }
+}

@@ -26,6 +26,7 @@ mod engine_gorgeous;
 mod engine_interrupt;
 mod engine_ivf;
 mod engine_laser;
+mod engine_live_switch;
 mod engine_node_cache;
 mod engine_old_indexes;
 mod engine_pipe;
