@@ -3,8 +3,8 @@
 //! queries out with them) and `Collection`, the in-process collection.
 
 use super::{
-    applied_dict, as_ndarray, check_failures, contiguous, count, data_err, interrupt,
-    on_error_mask, query_rows, rows, shape_str, stats_dict, threads_arg, to_py,
+    add_with, as_ndarray, check_failures, contiguous, count, data_err, interrupt, on_error_mask,
+    query_rows, remove_with, shape_str, stats_dict, threads_arg, to_py,
 };
 use numpy::ndarray::Array2;
 use numpy::prelude::*;
@@ -410,12 +410,10 @@ impl Collection {
         ids: Option<&Bound<'py, PyAny>>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let (v, _) = rows(py, vectors, self.inner.dim(), "collection", "vectors")?;
-        let ids: Option<Vec<i64>> = ids.map(|i| i.extract()).transpose()?;
-        let applied = py
-            .detach(|| self.inner.add(&v, ids.as_deref(), batch))
-            .map_err(to_py)?;
-        applied_dict(py, &applied)
+        let dim = (self.inner.dim(), "collection");
+        add_with(py, vectors, ids, dim, |v, ids| {
+            self.inner.add(v, ids, batch)
+        })
     }
 
     /// Deletes global ids from the segments holding them; see
@@ -427,11 +425,7 @@ impl Collection {
         ids: &Bound<'py, PyAny>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let ids: Vec<i64> = ids.extract()?;
-        let applied = py
-            .detach(|| self.inner.remove(&ids, batch))
-            .map_err(to_py)?;
-        applied_dict(py, &applied)
+        remove_with(py, ids, |ids| self.inner.remove(ids, batch))
     }
 
     /// Merges every segment with updates into its next generation; the

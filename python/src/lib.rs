@@ -20,7 +20,7 @@ mod collection;
 mod interrupt;
 mod keywords;
 use stratavec::args::Params;
-use stratavec::update::live::{LiveIndex, UpdateOptions};
+use stratavec::update::live::{Applied, LiveIndex, UpdateOptions};
 use stratavec::{BatchResult, Error, ErrorKind, OpenOptions, SearchParams};
 
 // ---------------------------------------------------------------------------
@@ -402,11 +402,35 @@ pub(crate) fn query_rows(
     rows(py, queries, dim, of, "queries")
 }
 
-/// What a write did, as a dict.
-pub(crate) fn applied_dict<'py>(
+/// An `add` of Python vectors (`dim` wide; `of` names the target in
+/// messages) and optional ids through `apply` (an index's or a
+/// collection's), the GIL released while it logs and applies.
+pub(crate) fn add_with<'py>(
     py: Python<'py>,
-    a: &stratavec::update::live::Applied,
+    vectors: &Bound<'py, PyAny>,
+    ids: Option<&Bound<'py, PyAny>>,
+    (dim, of): (usize, &str),
+    apply: impl FnOnce(&[f32], Option<&[i64]>) -> stratavec::Result<Applied> + Send,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let (v, _) = rows(py, vectors, dim, of, "vectors")?;
+    let ids: Option<Vec<i64>> = ids.map(|i| i.extract()).transpose()?;
+    let applied = py.detach(|| apply(&v, ids.as_deref())).map_err(to_py)?;
+    applied_dict(py, &applied)
+}
+
+/// A `remove` of Python ids through `apply`, as [`add_with`].
+pub(crate) fn remove_with<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    apply: impl FnOnce(&[i64]) -> stratavec::Result<Applied> + Send,
+) -> PyResult<Bound<'py, PyDict>> {
+    let ids: Vec<i64> = ids.extract()?;
+    let applied = py.detach(|| apply(&ids)).map_err(to_py)?;
+    applied_dict(py, &applied)
+}
+
+/// What a write did, as a dict.
+fn applied_dict<'py>(py: Python<'py>, a: &Applied) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("seq", a.seq)?;
     d.set_item("count", a.count)?;
@@ -419,7 +443,7 @@ pub(crate) fn applied_dict<'py>(
 
 /// Rows of `dim` floats (queries, or vectors to insert: `name` says which
 /// in messages) as one row-major f32 buffer and their count.
-pub(crate) fn rows(
+fn rows(
     py: Python<'_>,
     queries: &Bound<'_, PyAny>,
     dim: usize,
@@ -601,12 +625,10 @@ impl Index {
         ids: Option<&Bound<'py, PyAny>>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let (v, _) = rows(py, vectors, self.inner.dim(), "index", "vectors")?;
-        let ids: Option<Vec<i64>> = ids.map(|i| i.extract()).transpose()?;
-        let applied = py
-            .detach(|| self.inner.add(&v, ids.as_deref(), batch))
-            .map_err(to_py)?;
-        applied_dict(py, &applied)
+        let dim = (self.inner.dim(), "index");
+        add_with(py, vectors, ids, dim, |v, ids| {
+            self.inner.add(v, ids, batch)
+        })
     }
 
     /// Deletes ids; see `stratavec.Index.remove`.
@@ -617,11 +639,7 @@ impl Index {
         ids: &Bound<'py, PyAny>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let ids: Vec<i64> = ids.extract()?;
-        let applied = py
-            .detach(|| self.inner.remove(&ids, batch))
-            .map_err(to_py)?;
-        applied_dict(py, &applied)
+        remove_with(py, ids, |ids| self.inner.remove(ids, batch))
     }
 
     /// Writes the inserts and deletes into the next generation; see

@@ -158,6 +158,25 @@ fn read_npy_i64(path: &Path) -> Vec<i64> {
         .collect()
 }
 
+/// `stratavec search DIR` of the fixture's queries at k 10, L 40: the ids
+/// `--output` wrote (into `NAME-PID.npy` beside the fixture).
+fn cli_search_ids(dir: &Path, name: &str) -> Vec<i64> {
+    let f = fixture();
+    let out = f.root.join(format!("{name}-{}.npy", std::process::id()));
+    ok(run(&[
+        &"search",
+        &dir,
+        &f.data.join("query.fbin"),
+        &"-k",
+        &"10",
+        &"-L",
+        &"40",
+        &"--output",
+        &out,
+    ]));
+    read_npy_i64(&out)
+}
+
 #[test]
 fn answers_equal_the_in_process_index_and_search() {
     let f = fixture();
@@ -190,19 +209,7 @@ fn answers_equal_the_in_process_index_and_search() {
     let dists: Vec<Vec<f32>> = serde_json::from_value(doc["distances"].clone()).unwrap();
     assert_eq!(dists.concat(), res.dists);
     // `stratavec search --output`, the same ids.
-    let out = f.root.join(format!("ids-{}.npy", std::process::id()));
-    ok(run(&[
-        &"search",
-        &f.index,
-        &f.data.join("query.fbin"),
-        &"-k",
-        &"10",
-        &"-L",
-        &"40",
-        &"--output",
-        &out,
-    ]));
-    assert_eq!(read_npy_i64(&out), want.concat());
+    assert_eq!(cli_search_ids(&f.index, "ids"), want.concat());
     // A binary body with the options in the query string.
     let r = http::request(
         &server.addr,
@@ -551,7 +558,6 @@ fn writable_copy(name: &str) -> PathBuf {
 /// server did. A --read-only server refuses writes.
 #[test]
 fn writes_over_http_are_searched_and_outlive_the_server() {
-    let f = fixture();
     let dir = writable_copy("writes");
     let server = Server::start(&dir, &[]);
     let q = queries();
@@ -602,21 +608,7 @@ fn writes_over_http_are_searched_and_outlive_the_server() {
         .json(),
     );
     drop(server);
-    let out = f
-        .root
-        .join(format!("writes-ids-{}.npy", std::process::id()));
-    ok(run(&[
-        &"search",
-        &dir,
-        &f.data.join("query.fbin"),
-        &"-k",
-        &"10",
-        &"-L",
-        &"40",
-        &"--output",
-        &out,
-    ]));
-    assert_eq!(read_npy_i64(&out), served.concat());
+    assert_eq!(cli_search_ids(&dir, "writes-ids"), served.concat());
     // Read-only: 403, and searches go on.
     let server = Server::start(&dir, &["--read-only"]);
     let r = post_json(&server.addr, "/delete", &json!({"ids": [1]}));
