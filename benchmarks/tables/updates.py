@@ -13,6 +13,7 @@ issue's targets are checked in the last columns. Standard library only.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import statistics
@@ -20,14 +21,29 @@ from collections import OrderedDict
 
 import rounds
 
-ROWS = "updates-384.jsonl"
+# One file a profile (`updates-384-diskann.jsonl`, ...): each profile's run
+# takes ~25 minutes, so the scenario runs them one by one (`--runs`).
+ROWS = "updates-384-*.jsonl"
 RUN = "python3 benchmarks/bench.py run benchmarks/scenarios/updates.toml"
+ORDER = ["diskann", "starling", "gorgeous", "laser", "pipeann", "octopus", "tiered", "ivf"]
 TARGET = 0.95
 
 
 def load(path: str) -> list[dict]:
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def profile_of(path: str) -> str:
+    return os.path.basename(path)[len(ROWS.split("*")[0]) : -len(ROWS.split("*")[1])]
+
+
+def load_all(results: str) -> list[list[dict]]:
+    """Every profile's rows, in ORDER (unknown names last, by name)."""
+    paths = glob.glob(os.path.join(results, ROWS))
+    rank = {n: i for i, n in enumerate(ORDER)}
+    paths.sort(key=lambda p: (rank.get(profile_of(p), len(ORDER)), profile_of(p)))
+    return [load(p) for p in paths]
 
 
 def by_system(rows: list[dict]) -> "OrderedDict[str, list[dict]]":
@@ -112,12 +128,14 @@ def steps_table(systems: "OrderedDict[str, list[dict]]") -> list[str]:
 
 
 def render(results: str) -> str:
-    path = os.path.join(results, ROWS)
-    if not os.path.exists(path):
+    files = load_all(results)
+    if not files:
         return f"_No rows: `{ROWS}` is missing in {results}; `{RUN}` makes it._\n"
-    rows = load(path)
-    run = next((r for r in rows if r.get("kind") == "run"), {})
-    systems = by_system(rows)
+    runs = [next((r for r in rows if r.get("kind") == "run"), {}) for rows in files]
+    run = runs[0]
+    systems: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for rows in files:
+        systems.update(by_system(rows))
     head = ["profile", "worst recall@10", "worst gap to fresh", f"QPS at R@10 {TARGET} vs fresh",
             "inserts/s (× build's points/s)", "deletes/s", "merges (median time)",
             "merge of 10%+10% (× build)", "QPS under a merge (× idle)", "targets"]
@@ -125,13 +143,14 @@ def render(results: str) -> str:
         f"Runbook `{run.get('runbook', '?')}` on {run.get('dataset', '?')} (n = {run.get('n', '?'):,}), "
         f"{run.get('threads', '?')} threads, memory budget {fmt(run.get('memory_budget_bytes', 0) / 1e6, '.1f')} MB, "
         f"the delta's share {run.get('delta_share', '?')}, inserts in batches of {run.get('batch', '?')}, "
-        f"every search step at L = {run.get('search_l', '?')}.",
+        f"every search step at L = {run.get('search_l', '?')}. Each profile ran by itself "
+        f"(`{RUN} --runs minilm-PROFILE`); the ratios compare figures of the same run.",
         "",
-        "Command: `" + run.get("command", "?").replace(os.path.expanduser("~"), "~") + "`",
+        "Commands:",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
     ]
+    lines += ["- `" + r.get("command", "?").replace(os.path.expanduser("~"), "~") + "`" for r in runs]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(summary_row(n, rs)) + " |" for n, rs in systems.items()]
     lines += ["", "Recall@10 at each search step (the changing index / a fresh build of the same live set):", ""]
     lines += steps_table(systems)
@@ -144,7 +163,7 @@ def plot(results: str, out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = load(os.path.join(results, ROWS))
+    rows = [r for rows in load_all(results) for r in rows]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for i, (name, rs) in enumerate(by_system(rows).items()):
         pairs = recall_pairs(rs)

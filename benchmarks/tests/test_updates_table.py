@@ -31,14 +31,19 @@ def rows(sys_name: str, insert_per_s: float, gap: float, merged_qps: float) -> l
 def test_targets_are_checked_per_profile(tmp_path):
     run = {"kind": "run", "dataset": "d", "n": 1000, "runbook": "churn:2:0.05", "threads": 2,
            "memory_budget_bytes": 2e6, "delta_share": 0.1, "batch": 100, "search_l": 40, "command": "stratavec ..."}
-    all_rows = [run] + rows("stratavec-diskann", 90.0, 0.01, 950.0) + rows("stratavec-ivf", 50.0, 0.05, 800.0)
-    (tmp_path / T.ROWS).write_text("\n".join(json.dumps(x) for x in all_rows) + "\n")
+    # One file a profile, written out of ORDER: the table still lists diskann first.
+    for name, qps in (("ivf", 50.0), ("diskann", 90.0)):
+        gap, merged = (0.01, 950.0) if name == "diskann" else (0.05, 800.0)
+        all_rows = [dict(run, command=f"stratavec ... {name}")] + rows(f"stratavec-{name}", qps, gap, merged)
+        (tmp_path / f"updates-384-{name}.jsonl").write_text("\n".join(json.dumps(x) for x in all_rows) + "\n")
     text = T.render(str(tmp_path))
     assert "| diskann | 0.950 | +0.010 | 0.95× (0.95–0.95) | 90 (0.90× of 100); 45 with merges | 20,000 | " \
         "1, 2.0 s | 2.5 s (0.25×) | 0.60× (600 / 1,000) | all |" in text, text
     assert "| ivf | 0.950 | +0.050 | 0.80× (0.80–0.80) | 50 (0.50× of 100); 25 with merges |" in text, text
     assert "missed: recall, QPS, inserts |" in text, text
     assert "| 2 | 950 | 0.960 / 0.970 | 0.960 / 1.010 |" in text, text
+    assert text.index("| diskann |") < text.index("| ivf |"), text
+    assert "- `stratavec ... diskann`\n- `stratavec ... ivf`" in text, text
 
 
 def test_a_missing_file_names_the_run_that_makes_it(tmp_path):
