@@ -214,6 +214,58 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
     Ok(d)
 }
 
+/// `labels=`: a path of a `.spmat` file, or `(indptr, indices)` (the
+/// CSR arrays `stratavec.build_index` makes of lists and scipy matrices).
+fn label_sets(obj: &Bound<'_, PyAny>) -> PyResult<stratavec::labels::LabelSets> {
+    if let Ok(path) = obj.extract::<PathBuf>() {
+        return stratavec::labels::spmat::read(&path).map_err(to_py);
+    }
+    let (indptr, indices): (Vec<i64>, Vec<i64>) = obj.extract().map_err(|_| {
+        PyTypeError::new_err(
+            "labels: expected a .spmat path, a list of lists of label ids, or a scipy CSR matrix",
+        )
+    })?;
+    let mut sets = stratavec::labels::LabelSets::default();
+    sets.indptr.push(0);
+    for (r, w) in indptr.windows(2).enumerate() {
+        let (a, b) = (w[0], w[1]);
+        if a < 0 || b < a || b as usize > indices.len() {
+            return Err(PyValueError::new_err(format!(
+                "labels: row {r}: expected its labels at indices[{a}..{b}] within the {} given",
+                indices.len()
+            )));
+        }
+        let mut row = Vec::with_capacity((b - a) as usize);
+        for &l in &indices[a as usize..b as usize] {
+            if !(0..=u32::MAX as i64 - 1).contains(&l) {
+                return Err(PyValueError::new_err(format!(
+                    "labels: row {r}: expected label ids in 0..{}, found {l}",
+                    u32::MAX
+                )));
+            }
+            row.push(l as u32);
+        }
+        sets.push(&row);
+    }
+    Ok(sets)
+}
+
+/// `filter_way=`: "auto", "pre", "in-search" or "post".
+fn filter_way_arg(way: &str) -> PyResult<stratavec::index::filtered::FilterWay> {
+    use stratavec::index::filtered::FilterWay;
+    Ok(match way {
+        "auto" => FilterWay::Auto,
+        "pre" => FilterWay::Pre,
+        "in-search" => FilterWay::InSearch,
+        "post" => FilterWay::Post,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "filter_way: expected \"auto\", \"pre\", \"in-search\" or \"post\", found {way:?}"
+            )))
+        }
+    })
+}
+
 fn to_py_json(e: serde_json::Error) -> PyErr {
     PyValueError::new_err(format!("build report: {e}"))
 }
@@ -222,7 +274,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
 /// The build's parameters are keywords (`params`), parsed by the engine's
 /// parameter set (`keywords::given`): the CLI's flags, by the same names.
 #[pyfunction]
-#[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, **params))]
+#[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, labels = None, label_names = None, **params))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
     py: Python<'py>,
@@ -232,9 +284,18 @@ fn build_index<'py>(
     column: Option<String>,
     id_column: Option<String>,
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
+    labels: Option<&Bound<'py, PyAny>>,
+    label_names: Option<Vec<String>>,
     params: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
+    let label_sets = labels.map(label_sets).transpose()?;
+    let labels = label_sets
+        .as_ref()
+        .map(|sets| stratavec::labels::LabelInput {
+            sets,
+            names: label_names.as_deref(),
+        });
     let params = keywords::given(Params::Build, params, &[])?
         .build_params()
         .map_err(to_py)?;
@@ -263,11 +324,10 @@ fn build_index<'py>(
             };
             let report = interrupt::run(
                 py,
-                |stop| match table {
-                    true => stratavec::build_from_table(
-                        &path, &columns, &index_dir, &params, threads, stop,
-                    ),
-                    false => stratavec::build_from_file(&path, &index_dir, &params, threads, stop),
+                |stop| {
+                    stratavec::build_from_input(
+                        &path, &columns, labels, &index_dir, &params, threads, stop,
+                    )
                 },
                 to_py,
             )?;
@@ -317,8 +377,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::f32(slice, dim)?;
-                    stratavec::build_index_with_ids(
-                        v, ids, &source, &index_dir, &params, threads, stop,
+                    let attached = stratavec::Attached { ids, labels };
+                    stratavec::build_index_with(
+                        v, attached, &source, &index_dir, &params, threads, stop,
                     )
                 },
                 to_py,
@@ -332,8 +393,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::u8(slice, dim)?;
-                    stratavec::build_index_with_ids(
-                        v, ids, &source, &index_dir, &params, threads, stop,
+                    let attached = stratavec::Attached { ids, labels };
+                    stratavec::build_index_with(
+                        v, attached, &source, &index_dir, &params, threads, stop,
                     )
                 },
                 to_py,
@@ -347,8 +409,9 @@ fn build_index<'py>(
                 py,
                 |stop| {
                     let v = Vectors::i8(slice, dim)?;
-                    stratavec::build_index_with_ids(
-                        v, ids, &source, &index_dir, &params, threads, stop,
+                    let attached = stratavec::Attached { ids, labels };
+                    stratavec::build_index_with(
+                        v, attached, &source, &index_dir, &params, threads, stop,
                     )
                 },
                 to_py,
@@ -373,6 +436,34 @@ struct Index {
 }
 
 impl Index {
+    /// `filter=`: one expression (str) for every query, or a list with
+    /// one a query (str or None), parsed against the index's labels.
+    fn filters(
+        &self,
+        f: &Bound<'_, PyAny>,
+        nq: usize,
+    ) -> PyResult<Vec<Option<stratavec::labels::Expr>>> {
+        if let Ok(text) = f.extract::<String>() {
+            let e = self.inner.parse_filter(&text).map_err(to_py)?;
+            return Ok(vec![Some(e); nq]);
+        }
+        let list: Vec<Option<String>> = f.extract().map_err(|_| {
+            PyTypeError::new_err(
+                "filter: expected an expression (str) or a list of them, one a query",
+            )
+        })?;
+        if list.len() != nq {
+            return Err(PyValueError::new_err(format!(
+                "filter: expected one a query ({nq}), found {}",
+                list.len()
+            )));
+        }
+        list.iter()
+            .map(|t| t.as_deref().map(|t| self.inner.parse_filter(t)).transpose())
+            .collect::<stratavec::Result<_>>()
+            .map_err(to_py)
+    }
+
     /// The search parameters `kwargs` ask for, over the index's defaults
     /// (`Index::search_defaults`), with `extra` where not given.
     fn params(
@@ -508,6 +599,23 @@ fn stats_dict<'py>(py: Python<'py>, r: &BatchResult, nq: usize) -> PyResult<Boun
     d.set_item("estimated", col(&|s| s.estimated).into_pyarray(py))?;
     d.set_item("wasted", col(&|s| s.wasted).into_pyarray(py))?;
     d.set_item("small_reads", col(&|s| s.small_reads).into_pyarray(py))?;
+    // Filtered searches: the way each query went ("" unfiltered) and the
+    // rows its filter matched.
+    let ways: Vec<&str> = r
+        .stats
+        .iter()
+        .map(|s| match (s.filter_pre, s.filter_graph, s.filter_post) {
+            (1, _, _) => "pre",
+            (_, 1, _) => "in-search",
+            (_, _, 1) => "post",
+            _ => "",
+        })
+        .collect();
+    d.set_item("filter_way", ways)?;
+    d.set_item(
+        "filter_matches",
+        col(&|s| s.filter_matches).into_pyarray(py),
+    )?;
     let lat: Vec<f64> = r.stats.iter().map(|s| s.latency_us).collect();
     d.set_item("latency_us", lat.into_pyarray(py))?;
     d.set_item("nq", nq)?;
@@ -759,7 +867,8 @@ impl Index {
     /// Searches; see `stratavec.Index.search`. The search's parameters are
     /// keywords (`params`), parsed by the engine's parameter set: the CLI's
     /// flags, by the same names.
-    #[pyo3(signature = (queries, k = 10, *, return_stats = false, on_error = "raise", **params))]
+    #[pyo3(signature = (queries, k = 10, *, return_stats = false, on_error = "raise", filter = None, filter_way = "auto", **params))]
+    #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
@@ -767,6 +876,8 @@ impl Index {
         k: i64,
         return_stats: bool,
         on_error: &str,
+        filter: Option<&Bound<'py, PyAny>>,
+        filter_way: &str,
         params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
@@ -781,8 +892,17 @@ impl Index {
         }
         let params = this.params(params, &[("k", k.to_string())])?;
         let (q, nq) = this.queries(py, queries)?;
+        let way = filter_way_arg(filter_way)?;
+        let filters = match filter {
+            Some(f) if !f.is_none() => Some(this.filters(f, nq)?),
+            _ => None,
+        };
+        let dim = q.len() / nq.max(1);
         let res = py
-            .detach(|| this.inner.search(&q, q.len() / nq.max(1), &params))
+            .detach(|| match &filters {
+                Some(f) => this.inner.search_filtered(&q, dim, &params, f, way),
+                None => this.inner.search(&q, dim, &params),
+            })
             .map_err(to_py)?;
         check_failures(py, &res.base, nq, mask)?;
         // The ids the index was built with (ids=, id_column=, add), else rows.

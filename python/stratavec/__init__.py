@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import TYPE_CHECKING, List, Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, List, Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -167,6 +167,8 @@ def build_index(
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     threads: Optional[int] = None,
+    labels: Optional[Any] = None,
+    label_names: Optional[Sequence[str]] = None,
     **params: Unpack[BuildParams],
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
@@ -201,6 +203,14 @@ def build_index(
     threads : int, optional
         Build threads (default: all cores). The index is the same for any
         value.
+    labels : list of lists of int, scipy.sparse CSR matrix, or path, optional
+        Labels of the vectors, for filtered search (``Index.search(...,
+        filter=...)``): row ``i`` lists vector ``i``'s label ids (a CSR
+        matrix's nonzero columns, as big-ann-benchmarks' filter track
+        writes them in a ``.spmat`` file, whose path may be given).
+    label_names : list of str, optional
+        A name for each label id, in order, so filters may name them
+        (``"lex:noun.animal AND pos:n"``).
     **params
         The build's parameters, by the names of ``stratavec build``'s flags
         (``graph_degree=48`` is ``--graph-degree 48``); what is not given
@@ -256,9 +266,32 @@ def build_index(
         data = np.stack(rows)
     if ids is not None:
         ids = _as_ids(ids)
+    if labels is not None:
+        labels = _as_label_rows(labels)
+    if label_names is not None:
+        label_names = [str(x) for x in label_names]
     return _stratavec.build_index(
-        data, index_dir, threads=threads, column=column, id_column=id_column, ids=ids, **params
+        data, index_dir, threads=threads, column=column, id_column=id_column, ids=ids,
+        labels=labels, label_names=label_names, **params
     )
+
+
+def _as_label_rows(labels: Any) -> Any:
+    """``labels=`` as the engine takes it: a path as it is, else the CSR
+    arrays (indptr, indices) of a scipy sparse matrix or of lists of ids."""
+    if isinstance(labels, (str, os.PathLike)):
+        return os.fspath(labels)
+    if hasattr(labels, "tocsr"):  # a scipy.sparse matrix or array
+        m = labels.tocsr()
+        return m.indptr.astype(np.int64).tolist(), m.indices.astype(np.int64).tolist()
+    indptr, indices = [0], []
+    for i, row in enumerate(labels):
+        row = np.asarray(row).reshape(-1)
+        if row.size and row.dtype.kind not in "iu":
+            raise TypeError(f"labels[{i}]: expected integer label ids, found {row.dtype}")
+        indices.extend(int(x) for x in row)
+        indptr.append(len(indices))
+    return indptr, indices
 
 class Index:
     """A stratavec index opened for search.
@@ -498,6 +531,8 @@ class Index:
         *,
         return_stats: bool = False,
         on_error: str = "raise",
+        filter: Optional[Union[str, Sequence[Optional[str]]]] = None,
+        filter_way: str = "auto",
         **params: Unpack[SearchParams],
     ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray, Dict[str, Any]]]:
         """Find the ``k`` nearest neighbours of each query.
@@ -516,7 +551,9 @@ class Index:
             ``reads``, ``bytes``, ``hops``, ``cache_hits``, ``exact``,
             ``estimated``, ``wasted``, ``latency_us``, and ``nq``, ``wall_s``, ``qps``,
             ``io_wait_s``, ``io_backend``, ``proc_read_bytes``, ``failed``,
-            and ``errors`` (query index -> message, for failed queries).
+            and ``errors`` (query index -> message, for failed queries);
+            filtered searches: ``filter_way`` (each query's way) and
+            ``filter_matches`` (the rows its filter matched).
         on_error : {"raise", "mask"}
             What a query whose read failed (or whose record is corrupt)
             does to the batch. ``"raise"``: ``OSError`` for the batch.
@@ -524,6 +561,18 @@ class Index:
             rows hold ``-1``/``inf``, and a ``RuntimeWarning`` gives the
             count and the first error (``stats["errors"]`` has them all).
             Either way no other query is affected.
+        filter : str or list of str, optional
+            Return only vectors whose labels match (an index built with
+            ``labels=``): label names or ids joined by ``AND``, ``OR``,
+            ``NOT`` and parentheses, e.g. ``"lex:noun.animal AND NOT
+            pos:v"``; one expression for every query, or a list with one a
+            query (``None``: unfiltered). An unknown label or a malformed
+            expression is a ``ValueError`` naming the token and its
+            position. Fewer than ``k`` matches leave ``-1``/``inf`` slots.
+        filter_way : {"auto", "pre", "in-search", "post"}
+            How filtered queries are searched: ``"auto"`` chooses per query
+            from its filter's selectivity (``stats["filter_way"]`` says
+            which); the others force one way on every filtered query.
         **params
             The search's parameters, by the names of ``stratavec search``'s
             flags (``beam_width=2`` is ``-W 2``); what is not given is the
@@ -555,7 +604,8 @@ class Index:
             message says how many and gives the first error).
         """
         return self._index.search(
-            queries, k, return_stats=return_stats, on_error=on_error, **params
+            queries, k, return_stats=return_stats, on_error=on_error, filter=filter,
+            filter_way=filter_way, **params
         )
 
     def __repr__(self) -> str:

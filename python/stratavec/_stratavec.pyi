@@ -83,6 +83,8 @@ def build_index(
     column: Optional[str] = None,
     id_column: Optional[str] = None,
     ids: Optional[np.ndarray] = None,
+    labels: Optional[Union[str, os.PathLike[str], Tuple[List[int], List[int]]]] = None,
+    label_names: Optional[List[str]] = None,
     **params: Unpack[BuildParams],
 ) -> Dict[str, Any]: ...
 
@@ -138,6 +140,8 @@ class Index:
         *,
         return_stats: bool = False,
         on_error: str = "raise",
+        filter: Optional[Union[str, Sequence[Optional[str]]]] = None,
+        filter_way: str = "auto",
         **params: Unpack[SearchParams],
 ) -> Tuple[Any, ...]: ...
 

@@ -448,6 +448,10 @@ class SegmentHost:
         """The actor's process id (changes when Ray restarts it)."""
         return os.getpid()
 
+    def sizes(self) -> Dict[int, int]:
+        """Each segment's live vectors (its log replayed)."""
+        return {i: ix.n for i, ix in self._indexes.items()}
+
     def describe(self) -> Dict[int, Dict[str, Any]]:
         return {
             i: {"n": ix.n, "memory": ix.memory(), "io": ix.io_backend, "pid": os.getpid(),
@@ -517,6 +521,11 @@ class SegmentHost:
         if index.pending == (0, 0):
             return {"inserted": 0, "deleted": 0, "n_after": index.n}
         return index.merge(threads)
+
+    def pending(self) -> Tuple[int, int]:
+        """(vectors inserted, rows deleted) not yet merged, over this actor's segments."""
+        p = [ix.pending for ix in self._indexes.values()]
+        return sum(i for i, _ in p), sum(d for _, d in p)
 
     def holding(self, segment: int, ids: np.ndarray) -> np.ndarray:
         """Which of ``ids`` are live in ``segment``."""
@@ -619,9 +628,15 @@ class RayCollection:
             self._actor_of.extend([a] * len(group))
         try:
             self._pids = ray.get([a.ping.remote() for a in self._actors], timeout=open_timeout_s)
+            # The live counts: collection.json's are the build's, and the
+            # segments' logs and merges have changed them since.
+            for sizes in ray.get([a.sizes.remote() for a in self._actors], timeout=open_timeout_s):
+                for i, n in sizes.items():
+                    self.segment_sizes[i] = int(n)
         except Exception:
             self.close()
             raise
+        self.n = sum(self.segment_sizes)
 
         self._lock = threading.Lock()
         self._stats = {
@@ -877,8 +892,12 @@ class RayCollection:
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         if ids.shape[0] != n:
             raise ValueError(f"ids: expected {n} (one a vector), found {ids.shape[0]}")
-        if np.unique(ids).shape[0] != n:
-            raise ValueError("ids: expected ids unique within a batch, found one given twice")
+        first_row: Dict[int, int] = {}
+        for i, id_ in enumerate(ids.tolist()):
+            j = first_row.setdefault(id_, i)
+            if j != i:
+                raise ValueError(f"id of row {i}: expected ids unique within a batch, found {id_}, "
+                                 f"also the id of row {j}")
         if self.partition == "kmeans":
             routes = stratavec.route_queries(self.dir, v, 1)
             target = np.zeros(n, dtype=np.int64)
@@ -897,9 +916,10 @@ class RayCollection:
         for s in range(self.segments):
             live = self._write(s, "holding", ids) & ((target != s) | (batch == 0))
             if live.any():
+                i = int(np.argmax(live))
                 raise ValueError(
-                    f"id {int(ids[np.argmax(live)])}: expected an id not in the collection "
-                    f"(delete it first to replace it), found it live in segment {s}"
+                    f"id of row {i}: expected an id not in the collection (delete it first to "
+                    f"replace it), found {int(ids[i])}, which is live in segment {s}"
                 )
         answers = [self._write(s, "add", v[rows], ids[rows], batch) for s, rows in parts]
         count = sum(a["count"] for a in answers)
@@ -926,6 +946,12 @@ class RayCollection:
         refs = [(s, self._actors[self._actor_of[s]].merge.remote(s, threads)) for s in range(self.segments)]
         done = [self._ray.get(r) for _, r in refs]
         return sum(1 for d in done if "n_before" in d)
+
+    @property
+    def pending(self) -> Tuple[int, int]:
+        """(vectors inserted, rows deleted) not yet merged, over the segments."""
+        p = self._ray.get([a.pending.remote() for a in self._actors])
+        return sum(i for i, _ in p), sum(d for _, d in p)
 
     # ------------------------------------------------------------ admin
 

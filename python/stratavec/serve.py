@@ -13,6 +13,12 @@ docs/http-contract.md says (the Rust ``stratavec serve`` answers the same):
     other content type is refused (415). Answers ``{"ids": [[...]],
     "distances": [[...]]}``, nearest first; ``-1`` / ``null`` where a query
     found fewer than ``k``.
+``POST /insert``, ``POST /delete``
+    JSON ``{"vectors": [[...]], "ids": [...], "batch": 7}`` (ids and batch
+    optional) or ``{"ids": [...], "batch": 8}``: each vector to its
+    segment, each id to the segment holding it, logged and fsynced by the
+    segment's actor before the answer (``serve_writes``). 403 on a
+    read-only server, 409 while another process writes the collection.
 ``GET /health``
     200 ``{"status": "ok", ...}`` when every segment actor answers, else 503.
 ``GET /stats``
@@ -378,19 +384,7 @@ def parse_search(
     unknown = sorted(set(doc) - set(JSON_FIELDS))
     if unknown:
         raise BadRequest(400, f"field '{_clip(unknown[0])}': expected one of {', '.join(JSON_FIELDS)}")
-    if "vectors" in doc and "vector" in doc:
-        raise BadRequest(400, "vectors, vector: expected one of them, found both")
-    if "vectors" in doc:
-        field_name, rows = "vectors", doc["vectors"]
-    elif "vector" in doc:
-        v = doc["vector"]
-        if not isinstance(v, list):
-            raise BadRequest(400, f"vector: expected a list of {dim} numbers, found {_json_type(v)}")
-        if v and isinstance(v[0], list):
-            raise BadRequest(400, "vector: expected one vector (a list of numbers); use \"vectors\" for several")
-        field_name, rows = "vector", [v]
-    else:
-        raise BadRequest(400, "missing field: expected \"vectors\" (a list of vectors) or \"vector\" (one)")
+    field_name, rows = rows_field(doc, dim, "a list of vectors")
     # The bounds before the rows are converted: a request too large is
     # refused for what it asks, whatever its rows hold.
     if isinstance(rows, list):
@@ -402,6 +396,23 @@ def parse_search(
         _check_work(len(rows), k, complexity, limits)
     q = _vectors(rows, field_name, dim, limits, check_bools=b"true" in body or b"false" in body)
     return SearchRequest(q, k, complexity, probe)
+
+
+def rows_field(doc: Dict[str, Any], dim: int, what: str) -> Tuple[str, Any]:
+    """A body's ``"vectors"`` (``what``) or ``"vector"`` (one, as a list
+    of one): (the field's name, its rows as given), or 400."""
+    if "vectors" in doc and "vector" in doc:
+        raise BadRequest(400, "vectors, vector: expected one of them, found both")
+    if "vectors" in doc:
+        return "vectors", doc["vectors"]
+    if "vector" in doc:
+        v = doc["vector"]
+        if not isinstance(v, list):
+            raise BadRequest(400, f"vector: expected a list of {dim} numbers, found {_json_type(v)}")
+        if v and isinstance(v[0], list):
+            raise BadRequest(400, "vector: expected one vector (a list of numbers); use \"vectors\" for several")
+        return "vector", [v]
+    raise BadRequest(400, f"missing field: expected \"vectors\" ({what}) or \"vector\" (one)")
 
 
 def _parse_binary(body: bytes, params: Mapping[str, str], *, dim: int, n: int, segments: int,
@@ -443,7 +454,7 @@ def results_json(D: np.ndarray, I: np.ndarray) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------- the app
 
-ROUTES = {"/search": "POST", "/health": "GET", "/stats": "GET"}
+ROUTES = {"/search": "POST", "/insert": "POST", "/delete": "POST", "/health": "GET", "/stats": "GET"}
 # Bodies above this are parsed on a worker thread, so one large JSON body
 # does not hold up the replica's event loop (health, stats, other bodies).
 PARSE_INLINE_BYTES = 256 * 1024
@@ -510,11 +521,13 @@ class CollectionApp:
         dir: str,
         collection_kwargs: Optional[Dict[str, Any]] = None,
         limits: Optional[Limits] = None,
+        read_only: bool = False,
     ):
         from .ray_collection import RayCollection
 
         _loopback_replica_grpc()
         self.limits = limits or Limits()
+        self.read_only = read_only
         self.collection = RayCollection(dir, **(collection_kwargs or {}))
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.limits.max_concurrent, thread_name_prefix="stratavec-search"
@@ -529,6 +542,9 @@ class CollectionApp:
             "status": {},
             "bytes_in": 0,
             "search_s": 0.0,
+            "writes": 0,
+            "inserted": 0,
+            "deleted": 0,
             "rejected": {"queue_full": 0, "deadline": 0, "slow_body": 0},
         }
 
@@ -549,7 +565,10 @@ class CollectionApp:
         path = request.url.path.rstrip("/") or "/"
         try:
             if path not in ROUTES:
-                raise BadRequest(404, f"path {_clip(path)}: expected POST /search, GET /health or GET /stats")
+                raise BadRequest(
+                    404, f"path {_clip(path)}: expected POST /search, POST /insert, POST /delete, "
+                    "GET /health or GET /stats"
+                )
             if request.method != ROUTES[path]:
                 raise BadRequest(
                     405, f"{path}: expected method {ROUTES[path]}, found {_clip(request.method)}",
@@ -557,6 +576,8 @@ class CollectionApp:
                 )
             if path == "/search":
                 return await self._search(request, t0)
+            if path in ("/insert", "/delete"):
+                return await self._write(request, t0, path[1:])
             if path == "/health":
                 return await self._health()
             self._count(200)
@@ -645,14 +666,7 @@ class CollectionApp:
 
         lim = self.limits
         deadline = time.monotonic() + lim.search_timeout_s
-        with self._lock:
-            if self._admitted >= lim.max_concurrent + lim.max_queue:
-                running, waiting = self._running, self._admitted - self._running
-                raise BadRequest(
-                    503, f"server busy: {running} searches running and {waiting} waiting (max_queue); retry later",
-                    headers={"Retry-After": "1"}, rejected="queue_full",
-                )
-            self._admitted += 1
+        self._admit()
         cancel = threading.Event()
         try:
             job = self._pool.submit(self._run_search, req, deadline, cancel)
@@ -682,6 +696,80 @@ class CollectionApp:
             cancel.set()
             job.cancel()
             raise
+
+    def _admit(self) -> None:
+        """A place among the ``max_concurrent`` running and ``max_queue``
+        waiting (searches and writes alike), or 503; ``_finished`` frees it."""
+        lim = self.limits
+        with self._lock:
+            if self._admitted >= lim.max_concurrent + lim.max_queue:
+                running, waiting = self._running, self._admitted - self._running
+                raise BadRequest(
+                    503, f"server busy: {running} searches running and {waiting} waiting (max_queue); retry later",
+                    headers={"Retry-After": "1"}, rejected="queue_full",
+                )
+            self._admitted += 1
+
+    async def _write(self, request: Any, t0: float, kind: str) -> Any:
+        """An insert or delete: checked like a search (Content-Type, body
+        bounds, parsing), admitted, then run on the pool to its end — a
+        write is never abandoned half-way, so it has no deadline once
+        admitted (one that fills a segment's delta merges before it
+        answers). Its batch id makes a client's retry apply once."""
+        from starlette.responses import JSONResponse
+
+        from . import serve_writes as W
+        from .ray_collection import SegmentUnavailableError
+
+        if self.read_only:
+            raise BadRequest(403, f"{kind}: this server is read-only (started with --read-only)")
+        if body_kind(request.headers.get("content-type")) != "json":
+            raise BadRequest(415, f"Content-Type: expected application/json for /{kind}, found {BINARY_TYPE}")
+        if request.url.query:
+            raise BadRequest(400, f"query string: expected none for /{kind} (give everything in the JSON body), "
+                             f"found {len(request.url.query)} bytes")
+        body = await self._read_body(request, t0)
+        col = self.collection
+        if kind == "insert":
+            parse = functools.partial(W.parse_insert, body, dim=col.dim, limits=self.limits)
+        else:
+            parse = functools.partial(W.parse_delete, body)
+        req = parse() if len(body) <= PARSE_INLINE_BYTES else await asyncio.get_running_loop().run_in_executor(None, parse)
+        self._admit()
+        try:
+            job = self._pool.submit(self._run_write, req)
+        except BaseException:
+            self._finished(None)
+            raise
+        job.add_done_callback(self._finished)
+        try:
+            # Shielded: a client that goes away does not stop a write.
+            applied = await asyncio.shield(asyncio.wrap_future(job))
+        except SegmentUnavailableError as e:
+            log.warning("stratavec: %s failed: %s", kind, e)
+            raise BadRequest(
+                503, f"{kind}: segment {e.segment} is unavailable (its actor kept failing); retry with the "
+                "same batch id", headers={"Retry-After": "1"},
+            ) from None
+        except Exception as e:
+            mapped = W.refused(kind, e)
+            if mapped is None:
+                raise
+            raise mapped from None
+        n = int(applied["count"]) if not applied["repeated"] else 0
+        self._count(200, writes=1, **{"inserted" if kind == "insert" else "deleted": n})
+        return JSONResponse(W.answer(req, applied))
+
+    def _run_write(self, req: Any) -> Dict[str, Any]:
+        with self._lock:
+            self._running += 1
+        try:
+            if req.kind == "insert":
+                return self.collection.add(req.vectors, req.ids, batch=req.batch)
+            return self.collection.remove(req.ids, batch=req.batch)
+        finally:
+            with self._lock:
+                self._running -= 1
 
     def _run_search(self, req: SearchRequest, deadline: float, cancel: threading.Event) -> Tuple[np.ndarray, np.ndarray]:
         """On a pool thread: the search, if its deadline has not passed while
@@ -718,10 +806,14 @@ class CollectionApp:
             "metric": col.metric,
             "partition": col.partition,
             "segments": col.segments,
+            "writes": not self.read_only,
             # Which actors, not why: the reasons (Ray's errors, node
             # addresses) are in the server's log.
             "actors_down": sorted(int(i) for i in down),
         }
+        if not down:
+            inserted, deleted = await asyncio.get_running_loop().run_in_executor(None, lambda: col.pending)
+            doc["pending"] = {"inserted": inserted, "deleted": deleted}
         status = 200 if not down else 503
         self._count(status)
         return JSONResponse(doc, status_code=status)
@@ -729,12 +821,17 @@ class CollectionApp:
     def stats(self) -> Dict[str, Any]:
         with self._lock:
             server = json.loads(json.dumps(self._counts))
+            # As the Rust server's /stats: writes answered and the vectors
+            # they inserted and deleted (a retried batch adds none).
+            server["writes"] = {"requests": server.pop("writes"), "inserted": server.pop("inserted"),
+                                "deleted": server.pop("deleted")}
             server["running"] = self._running
             server["waiting"] = self._admitted - self._running
         return {"server": server, "collection": self.collection.stats()}
 
 
-def build_app(dir: str, *, limits: Optional[Limits] = None, **collection_kwargs: Any) -> Any:
+def build_app(dir: str, *, limits: Optional[Limits] = None, read_only: bool = False,
+              **collection_kwargs: Any) -> Any:
     """The Serve application (one replica: each would hold its own set of
     segment actors) for ``serve.run``.
 
@@ -760,7 +857,7 @@ def build_app(dir: str, *, limits: Optional[Limits] = None, **collection_kwargs:
     except ImportError:  # an older Serve: 503 without Retry-After
         pass
     deployment = serve.deployment(**options)(CollectionApp)
-    return deployment.bind(os.path.abspath(dir), collection_kwargs, limits)
+    return deployment.bind(os.path.abspath(dir), collection_kwargs, limits, read_only)
 
 
 def _app_failed(serve: Any) -> Optional[str]:
@@ -781,6 +878,7 @@ def serve_collection(
     *,
     limits: Optional[Limits] = None,
     ready_timeout_s: float = 120.0,
+    read_only: bool = False,
     **collection_kwargs: Any,
 ) -> str:
     """Serve the collection at ``dir`` over HTTP on ``host:port`` and
@@ -789,7 +887,8 @@ def serve_collection(
     Uses the Ray cluster this process is connected to (a local one on
     127.0.0.1 is started if none: ``init_local_ray``). ``collection_kwargs``
     go to :class:`RayCollection` (``memory_budget_mb``,
-    ``segments_per_actor``, ``max_retries``, ``io``). Waits up to
+    ``segments_per_actor``, ``max_retries``, ``io``, ``delta_share``,
+    ``auto_merge``). ``read_only`` refuses /insert and /delete (403). Waits up to
     ``ready_timeout_s`` for the app to answer (Serve's own waits give the
     proxy a fixed 60 s, too little on a busy machine). Stop with
     :func:`stop_serving`."""
@@ -810,7 +909,7 @@ def serve_collection(
         serve.start(http_options={"host": host, "port": port})
     except TimeoutError:
         pass
-    app = build_app(dir, limits=limits, **collection_kwargs)
+    app = build_app(dir, limits=limits, read_only=read_only, **collection_kwargs)
     try:
         serve.run_many([serve.RunTarget(target=app, name=APP_NAME, route_prefix="/")],
                        wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
@@ -868,7 +967,8 @@ def _parser() -> argparse.ArgumentParser:
     d = Limits()
     p = argparse.ArgumentParser(
         prog="python -m stratavec.serve",
-        description="Serve a stratavec collection over HTTP (POST /search, GET /health, GET /stats) on Ray Serve.",
+        description="Serve a stratavec collection over HTTP (POST /search, POST /insert, POST /delete, "
+                    "GET /health, GET /stats) on Ray Serve.",
     )
     p.add_argument("dir", help="collection directory (collection.json)")
     p.add_argument("--host", default="127.0.0.1",
@@ -880,6 +980,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--segments-per-actor", type=int, default=1)
     p.add_argument("--max-retries", type=int, default=3)
     p.add_argument("--io", default="auto", help="I/O backend (stratavec.Index.open's io)")
+    p.add_argument("--read-only", action="store_true", help="refuse POST /insert and /delete (403)")
+    p.add_argument("--delta-share", type=float, default=None,
+                   help="share of each segment's budget its inserts and deletes may hold before a merge")
     g = p.add_argument_group("bounds (docs/http-contract.md)")
     body = g.add_mutually_exclusive_group()
     body.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="largest request body (413 beyond)")
@@ -926,19 +1029,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    extra = {} if a.delta_share is None else {"delta_share": a.delta_share}
     try:
         url = serve_collection(
             a.dir,
             a.host,
             a.port,
             limits=limits,
+            read_only=a.read_only,
             memory_budget_mb=a.memory_budget_mb,
             segments_per_actor=a.segments_per_actor,
             max_retries=a.max_retries,
             io=a.io,
+            **extra,
         )
-        print(f"serving {os.path.abspath(a.dir)} at {url} (POST /search, GET /health, GET /stats); "
-              "Ctrl-C stops", flush=True)
+        routes = "POST /search, GET /health, GET /stats" if a.read_only else \
+            "POST /search, POST /insert, POST /delete, GET /health, GET /stats"
+        print(f"serving {os.path.abspath(a.dir)} at {url} ({routes}); Ctrl-C stops", flush=True)
         while not stop.wait(0.5):
             pass
     finally:

@@ -391,6 +391,102 @@ def check_load(served: Dict[str, Any]) -> None:
     print(f"load: {total} requests from {threads} threads in {took:.1f} s ({total / took:.0f}/s)")
 
 
+# ---------------------------------------------------------------- writes
+
+# Ids far above the test data's: the write checks' own vectors.
+WRITE_IDS = [9_000_000, 9_000_001, 9_000_002]
+
+
+def write_bad_cases(served: Dict[str, Any]) -> List[Case]:
+    """Bad writes the contract names: each 4xx, nothing applied."""
+    dim = served["queries"].shape[1]
+    v = served["queries"][0].tolist()
+    return [
+        ("POST", "/insert", {"vectors": [[1.0] * (dim - 1)]}, "application/json", 400, ("vector", f"found {dim - 1}")),
+        ("POST", "/insert", {"vectors": [v, v], "ids": [7_000_001, 7_000_001]}, "application/json", 400,
+         ("id of row 1", "unique within a batch", "7000001, also the id of row 0")),
+        ("POST", "/insert", {"vectors": [v], "ids": [0]}, "application/json", 400, ("id of row 0", "0, which is live")),
+        ("POST", "/insert", {"vectors": [v, v], "ids": [7_000_002]}, "application/json", 400,
+         ("ids: expected 2 (one a vector), found 1",)),
+        ("POST", "/insert", {"vectors": [v], "ids": [-1]}, "application/json", 400, ("ids[0]", "-1")),
+        ("POST", "/insert", {"vectors": [v], "ids": ["a"]}, "application/json", 400, ("ids[0]: expected an integer",)),
+        ("POST", "/insert", {"vector": v, "batch": 0}, "application/json", 400, ("batch: expected an integer in 1..",)),
+        ("POST", "/insert", {"vector": v, "idz": [1]}, "application/json", 400, ("field 'idz': expected one of",)),
+        ("POST", "/insert", {"ids": [7_000_003]}, "application/json", 400, ('missing field: expected "vectors"',)),
+        ("POST", "/insert", b'{"vector": [1e400' + b", 0" * (dim - 1) + b"]}", "application/json", 400, ()),
+        ("POST", "/insert", b"", "application/json", 400, ("found an empty body",)),
+        ("POST", "/insert", np.zeros((1, dim), "<f4").tobytes(), BINARY, 415, ("application/json for /insert",)),
+        ("POST", "/insert?batch=3", {"vector": v}, "application/json", 400, ("query string: expected none",)),
+        ("POST", "/delete", {"idz": [1]}, "application/json", 400, ("field 'idz': expected one of ids, batch",)),
+        ("POST", "/delete", {"batch": 4}, "application/json", 400, ('missing field: expected "ids"',)),
+        ("POST", "/delete", {"ids": []}, "application/json", 400, ("ids: expected a non-empty list",)),
+        ("POST", "/delete", {"ids": [1.5]}, "application/json", 400, ("ids[0]: expected an integer",)),
+        ("GET", "/insert", None, None, 405, ("POST",)),
+    ]
+
+
+def check_writes(served: Dict[str, Any]) -> None:
+    """POST /insert and /delete (issue #55): bad writes refused with the
+    field and nothing applied; an inserted vector is the next search's
+    nearest to itself; a retried batch is answered again and applied once;
+    an insert without ids is given the next unused; deleted ids never come
+    back, unknown ones are counted as missing; /health and /stats count
+    the writes. The set of live vectors is as before at the end."""
+    status, health, _ = call(served, "GET", "/health")
+    assert status == 200 and health["writes"] is True and "pending" in health, health
+    _, before, _ = call(served, "GET", "/stats")
+    seen: Dict[str, int] = {}
+    for method, path, body, ctype, want, parts in write_bad_cases(served):
+        got, doc, _ = call(served, method, path, body, ctype)
+        what = f"{method} {path} {str(body)[:60]}"
+        assert got == want and isinstance(doc, dict), (what, got, doc)
+        for part in parts:
+            assert part in doc["error"], (what, part, doc)
+        assert_clean(doc["error"], served)
+        seen[str(got)] = seen.get(str(got), 0) + 1
+    _, health, _ = call(served, "GET", "/health")
+    assert health["pending"] == {"inserted": 0, "deleted": 0}, ("a refused write was applied", health)
+    n0 = health["n"]
+
+    q = served["queries"][:3]
+    body = {"vectors": q.tolist(), "ids": WRITE_IDS, "batch": 424242}
+    status, first, _ = call(served, "POST", "/insert", body)
+    assert status == 200, first
+    assert first["inserted"] == 3 and first["repeated"] is False and "ids" not in first, first
+    status, again, _ = call(served, "POST", "/insert", body)
+    assert status == 200 and again["repeated"] is True and again["inserted"] == 3, again
+    status, doc = search(served, q, k=2)
+    assert status == 200, doc
+    assert [row[0] for row in doc["ids"]] == WRITE_IDS, doc["ids"]
+    assert all(row[1] not in WRITE_IDS for row in doc["ids"]), ("a retried batch applied twice", doc["ids"])
+    assert all(row[0] is not None and row[0] < 1e-3 for row in doc["distances"]), doc["distances"]
+
+    status, given, _ = call(served, "POST", "/insert", {"vector": (q[0] * 2).tolist()})
+    assert status == 200 and given["inserted"] == 1 and len(given["ids"]) == 1, given
+    new_id = given["ids"][0]
+    assert new_id not in WRITE_IDS and new_id >= 0, given
+    _, health, _ = call(served, "GET", "/health")
+    assert (health["n"], health["pending"]) == (n0 + 4, {"inserted": 4, "deleted": 0}), health
+
+    gone = WRITE_IDS + [new_id, 8_888_888]
+    status, deleted, _ = call(served, "POST", "/delete", {"ids": gone, "batch": 525252})
+    assert status == 200 and (deleted["deleted"], deleted["missing"]) == (4, 1), deleted
+    status, doc = search(served, np.concatenate([q, q[:1] * 2]), k=K)
+    assert status == 200, doc
+    assert not set(gone) & {i for row in doc["ids"] for i in row}, ("a deleted id came back", doc["ids"])
+    D0, I0 = reference(served, q)
+    status, doc = search(served, q)
+    assert_answers(doc, D0, I0)
+
+    # Deleting what the delta holds takes it out of the delta: nothing pends.
+    _, health, _ = call(served, "GET", "/health")
+    assert (health["n"], health["pending"]) == (n0, {"inserted": 0, "deleted": 0}), health
+    _, after, _ = call(served, "GET", "/stats")
+    w0, w1 = before["server"]["writes"], after["server"]["writes"]
+    assert (w1["requests"] - w0["requests"], w1["inserted"] - w0["inserted"], w1["deleted"] - w0["deleted"]) \
+        == (4, 4, 4), (w0, w1)
+
+
 CHECKS = [
     check_search_json,
     check_search_binary,
@@ -400,4 +496,5 @@ CHECKS = [
     check_bounds,
     check_slow_body,
     check_load,
+    check_writes,
 ]

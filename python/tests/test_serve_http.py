@@ -449,3 +449,44 @@ def test_an_unavailable_segment_is_503_without_its_path(direct_app, collection_d
     assert status == 503, doc
     assert doc["error"] == "search: segment 1 is unavailable (its actor kept failing); retry later"
     assert headers.get("retry-after") == "1"
+
+
+@needs_ray
+def test_writes_are_refused_on_a_read_only_server_and_mapped_when_the_engine_refuses(
+        direct_app, collection_dir, monkeypatch):
+    """403 read-only; the collection's refusals as the client's status:
+    a bad batch 400 with the engine's message, another writer 409, an
+    unavailable segment 503 (retry with the batch id), anything else 500 —
+    and searches answered after each."""
+    from stratavec.ray_collection import SegmentUnavailableError
+
+    app, (path, q) = direct_app, collection_dir
+    body = json.dumps({"vectors": q[:2].tolist(), "batch": 11}).encode()
+    monkeypatch.setattr(app, "read_only", True)
+    status, doc, _ = _answer(asyncio.run(app(_request("POST", "/insert", body))))
+    assert (status, doc["error"]) == (403, "insert: this server is read-only (started with --read-only)")
+    _, health, _ = _answer(asyncio.run(app._health()))
+    assert health["writes"] is False
+    monkeypatch.setattr(app, "read_only", False)
+
+    failures = [
+        (ValueError("ray::SegmentHost.add()\nValueError: id of row 1: expected ids unique within a batch, "
+                    "found 5, also the id of row 0"), 400,
+         "insert: id of row 1: expected ids unique within a batch, found 5, also the id of row 0"),
+        (OSError(f"{path}/seg-0000/writer.lock: expected no other writer, found it held by pid 99"), 409,
+         "insert: another process is writing this collection"),
+        (SegmentUnavailableError(1, f"segment 1 ({path}/seg-0001): its actor failed"), 503,
+         "insert: segment 1 is unavailable (its actor kept failing); retry with the same batch id"),
+        (RuntimeError(f"disk on fire at {path}"), 500, "internal error (id "),
+    ]
+    search = json.dumps({"vectors": q[:2].tolist(), "k": 3}).encode()
+    for error, want, message in failures:
+        def refuse(*args, _e=error, **kw):
+            raise _e
+
+        monkeypatch.setattr(app.collection, "add", refuse)
+        status, doc, _ = _answer(asyncio.run(app(_request("POST", "/insert", body))))
+        assert status == want and doc["error"].startswith(message), (status, doc)
+        http_suite.assert_clean(doc["error"], {"dir": path})
+        status, doc, _ = _answer(asyncio.run(app(_request("POST", "/search", search))))
+        assert status == 200, doc

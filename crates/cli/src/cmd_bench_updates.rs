@@ -184,16 +184,7 @@ fn runbook_of(spec: &str, dataset: &str, n: usize) -> Result<Runbook> {
 
 /// The run's flags as build keywords (as `bench`'s).
 fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
-    variants::RunBuild {
-        keywords: vec![
-            ("metric".to_string(), a.metric.as_str().to_string()),
-            ("graph_degree".into(), a.graph_degree.to_string()),
-            ("complexity".into(), a.complexity.to_string()),
-            ("pq_bytes".into(), a.pq_bytes.to_string()),
-        ],
-        nav_sample: None,
-        budget,
-    }
+    variants::graph_build(a.metric, a.graph_degree, a.complexity, a.pq_bytes, budget)
 }
 
 fn run_search(a: &Args) -> Vec<(String, String)> {

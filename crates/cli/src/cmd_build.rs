@@ -17,6 +17,17 @@ pub struct Args {
     /// instead of row numbers. Ids must be unique.
     #[arg(long, value_name = "NAME")]
     id_column: Option<String>,
+    /// Labels of the vectors, for filtered search (`search --filter`): a
+    /// big-ann-benchmarks filter-track `.spmat` file, a row a vector, its
+    /// nonzero columns the vector's label ids.
+    #[arg(long, value_name = "FILE.spmat")]
+    labels: Option<PathBuf>,
+    /// The labels' names, so filters may name them (`lex:noun.animal`): a
+    /// table `id<TAB>name[<TAB>count]` with a header line, a label a line
+    /// in id order. Default: `labels.tsv` beside the --labels file, if
+    /// there is one.
+    #[arg(long, value_name = "FILE.tsv", requires = "labels")]
+    label_names: Option<PathBuf>,
     /// Index directory to create (an existing index there is replaced only
     /// when the build succeeds).
     index_dir: PathBuf,
@@ -56,9 +67,43 @@ impl Args {
         self.json
     }
 
+    pub fn labels_given(&self) -> bool {
+        self.labels.is_some()
+    }
+
     pub fn table_columns_given(&self) -> bool {
         self.column.is_some() || self.id_column.is_some()
     }
+}
+
+/// The --labels matrix and the names for it (--label-names, or the
+/// `labels.tsv` beside the matrix).
+type ReadLabels = (Option<stratavec::labels::LabelSets>, Option<Vec<String>>);
+
+fn read_labels(a: &Args) -> Result<ReadLabels> {
+    let Some(path) = &a.labels else {
+        return Ok((None, None));
+    };
+    let sets = stratavec::labels::spmat::read(path)?;
+    let beside = path.with_file_name("labels.tsv");
+    let names_path = match &a.label_names {
+        Some(p) => Some(p.clone()),
+        None if beside.is_file() => {
+            eprintln!("label names from {}", beside.display());
+            Some(beside)
+        }
+        None => None,
+    };
+    let names = match names_path {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p).map_err(|e| {
+                anyhow::anyhow!("{}: cannot read the label names: {e}", p.display())
+            })?;
+            Some(stratavec::labels::store::parse_names(&text, &p)?)
+        }
+        None => None,
+    };
+    Ok((Some(sets), names))
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -79,16 +124,24 @@ pub fn run(a: Args) -> Result<()> {
         vectors: a.column.clone(),
         ids: a.id_column.clone(),
     };
+    let (sets, names) = read_labels(&a)?;
+    let labels = sets.as_ref().map(|sets| stratavec::labels::LabelInput {
+        sets,
+        names: names.as_deref(),
+    });
     // Ctrl-C and SIGTERM stop the build cleanly (`Bars::cancelled`) instead
     // of killing it with its staging directory left behind.
     stratavec_io::signals::catch_interrupts()?;
     let bars = Bars::default();
-    let built = match table {
-        true => {
-            stratavec::build_from_table(&a.data, &columns, &a.index_dir, &params, threads, &bars)
-        }
-        false => stratavec::build_from_file(&a.data, &a.index_dir, &params, threads, &bars),
-    };
+    let built = stratavec::build_from_input(
+        &a.data,
+        &columns,
+        labels,
+        &a.index_dir,
+        &params,
+        threads,
+        &bars,
+    );
     let report = match built {
         Err(e) if e.kind() == stratavec::ErrorKind::Cancelled => {
             stratavec::progress::Progress::finish(&bars);

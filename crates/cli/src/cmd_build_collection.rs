@@ -35,6 +35,12 @@ pub fn run(a: Args) -> Result<()> {
             data.display()
         );
     }
+    if a.build.labels_given() {
+        anyhow::bail!(
+            "--labels: expected an index build (`stratavec build`), found build-collection: \
+             collections do not keep labels yet"
+        );
+    }
     let file = stratavec::data::open(data)?;
     let vectors = file.vectors().ok_or_else(|| {
         anyhow::anyhow!(

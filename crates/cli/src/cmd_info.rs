@@ -31,6 +31,10 @@ pub fn run(a: Args) -> Result<()> {
     if let Ok(text) = std::fs::read_to_string(&report) {
         println!("build report ({}):\n{}", report.display(), text.trim_end());
     }
+    if m.plan.as_ref().is_some_and(|p| p.labels) {
+        let labels = stratavec::labels::Labels::open(&a.index_dir, m.n)?;
+        println!("{}", label_summary(&labels));
+    }
     if let Some(mb) = a.memory_budget_mb {
         let opts = stratavec::OpenOptions {
             memory_budget_bytes: Some((mb * 1e6) as u64),
@@ -73,4 +77,30 @@ pub fn run(a: Args) -> Result<()> {
         println!("verified: every file matches its manifest size and sha256");
     }
     Ok(())
+}
+
+/// One line on an index's labels: how many, how many a vector, and the
+/// largest ones by name (or id) with their counts.
+fn label_summary(l: &stratavec::labels::Labels) -> String {
+    let n = l.len().max(1);
+    let mut by_count: Vec<(u64, u32)> = (0..l.n_labels()).map(|i| (l.count(i), i)).collect();
+    let total: u64 = by_count.iter().map(|c| c.0).sum();
+    let used = by_count.iter().filter(|c| c.0 > 0).count();
+    by_count.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let top: Vec<String> = by_count
+        .iter()
+        .take(8)
+        .map(|&(c, i)| {
+            let name = l.name(i).map_or_else(|| i.to_string(), str::to_string);
+            format!("{name} {c} ({:.1}%)", 100.0 * c as f64 / n as f64)
+        })
+        .collect();
+    format!(
+        "labels: {} ({} on some vector{}), {:.2} a vector; largest: {}",
+        l.n_labels(),
+        used,
+        if l.has_names() { ", named" } else { ", by id" },
+        total as f64 / n as f64,
+        top.join(", ")
+    )
 }

@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
 use stratavec::data::GroundTruth;
+use stratavec::index::filtered::FilterWay;
 use stratavec::{BatchResult, OpenOptions, SearchParams};
 use stratavec_io::Backend;
 
@@ -57,6 +58,23 @@ pub struct Args {
     /// 1 searches all at -L.
     #[arg(long, value_name = "FRACTION")]
     probe_shrink: Option<f32>,
+    /// Search only the vectors whose labels match (an index built with
+    /// `--labels`): label names or ids joined by AND, OR, NOT and
+    /// parentheses, e.g. 'lex:noun.animal AND NOT pos:v'. Every query
+    /// takes it.
+    #[arg(long, value_name = "EXPR", conflicts_with = "filter_file")]
+    filter: Option<String>,
+    /// One filter a query: a filter-track `.spmat` whose row i lists the
+    /// labels query i ANDs (big-ann-benchmarks' `query.filters.spmat`).
+    #[arg(long, value_name = "FILE.spmat")]
+    filter_file: Option<PathBuf>,
+    /// How filtered queries are searched: auto (each query by its filter's
+    /// selectivity and a cost model), or every one pre (rank the matches'
+    /// codes, read the best), in-search (the search with its list grown,
+    /// admitting only matches) or post (a wider unfiltered search, the
+    /// rest dropped).
+    #[arg(long, value_enum, default_value_t = FilterWay::Auto)]
+    filter_way: FilterWay,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -81,6 +99,44 @@ struct Row {
     probe_shrink: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     merge_share: Option<f64>,
+    /// Filtered searches: the share of the queries that went each way,
+    /// and the rows a filter matched, on average.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filter: Option<FilterMix>,
+}
+
+#[derive(Serialize)]
+struct FilterMix {
+    way: FilterWay,
+    pre: f64,
+    in_search: f64,
+    post: f64,
+    matches_mean: f64,
+}
+
+impl FilterMix {
+    /// The line under a row of the table.
+    fn print(&self) {
+        eprintln!(
+            "      filter ({:?}): pre {:.0}%, in-search {:.0}%, post {:.0}% of queries; {:.0} matching rows a query",
+            self.way,
+            100.0 * self.pre,
+            100.0 * self.in_search,
+            100.0 * self.post,
+            self.matches_mean
+        );
+    }
+
+    fn of(res: &BatchResult, way: FilterWay) -> FilterMix {
+        let (t, nq) = (res.total(), res.stats.len().max(1) as f64);
+        FilterMix {
+            way,
+            pre: t.filter_pre as f64 / nq,
+            in_search: t.filter_graph as f64 / nq,
+            post: t.filter_post as f64 / nq,
+            matches_mean: t.filter_matches as f64 / nq,
+        }
+    }
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -123,26 +179,17 @@ pub fn run(a: Args) -> Result<()> {
         index.check_search(params, nq)?;
     }
     let queries = qfile.to_f32_vec();
+    let filters = a.filters()?;
     if let Some(radius) = a.given().get::<f32>("radius") {
+        if filters.is_some() {
+            anyhow::bail!("--filter with --radius: expected a k-nearest search (a range search takes no filter yet)");
+        }
         let dim = qfile.dim();
         return index.with_single(&mut |single: &stratavec::Index| {
             run_range(&a, single, &queries, dim, radius)
         });
     }
-    let gt = match &a.gt {
-        Some(p) => {
-            let gt = GroundTruth::read(p)?;
-            if gt.nq != nq {
-                anyhow::bail!(
-                    "{}: nq: expected {nq} (the query file), found {}",
-                    p.display(),
-                    gt.nq
-                );
-            }
-            Some(gt)
-        }
-        None => None,
-    };
+    let gt = a.ground_truth(nq)?;
     // Recall@k needs the true k nearest; a shallower ground truth leaves the
     // column empty, and the note below the table says why.
     let k = requests.first().map_or(1, |(_, p)| p.k);
@@ -172,10 +219,17 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut last = None;
     for (l, params) in requests {
-        let (res, merge_share) = index
-            .search(&queries, qfile.dim(), &params, probe.as_ref())
-            .with_context(|| format!("search at L={l}"))?;
-        let res = last.insert(res);
+        let (res, merge_share) = match &filters {
+            Some(f) => (
+                index.search_filtered(&queries, qfile.dim(), &params, f, a.filter_way),
+                None,
+            ),
+            None => match index.search(&queries, qfile.dim(), &params, probe.as_ref()) {
+                Ok((r, m)) => (Ok(r), m),
+                Err(e) => (Err(e), None),
+            },
+        };
+        let res = last.insert(res.with_context(|| format!("search at L={l}"))?);
         let row = Row {
             l,
             k,
@@ -187,6 +241,7 @@ pub fn run(a: Args) -> Result<()> {
             probe: a.probe,
             probe_shrink: merge_share.map(|_| probe.unwrap_or_default().shrink),
             merge_share,
+            filter: filters.as_ref().map(|_| FilterMix::of(res, a.filter_way)),
         };
         let m = &row.measured;
         // A cluster search reads whole clusters, not about L blocks.
@@ -210,6 +265,9 @@ pub fn run(a: Args) -> Result<()> {
                 m.bytes_per_query / 1024.0,
                 m.failed
             );
+        }
+        if let (Some(f), false) = (&row.filter, a.json) {
+            f.print();
         }
         if let Some(e) = res.errors.iter().flatten().next() {
             eprintln!("warning: {} queries failed; first error: {e}", res.failed());
@@ -243,6 +301,31 @@ fn write_ids(
 }
 
 impl Args {
+    /// `--filter` or `--filter-file`, if given.
+    fn filters(&self) -> Result<Option<search_target::Filters>> {
+        Ok(match (&self.filter, &self.filter_file) {
+            (Some(text), _) => Some(search_target::Filters::One(text.clone())),
+            (None, Some(path)) => Some(search_target::Filters::Rows(
+                stratavec::labels::spmat::read(path)?,
+            )),
+            (None, None) => None,
+        })
+    }
+
+    /// `--gt`, checked against the query count.
+    fn ground_truth(&self, nq: usize) -> Result<Option<GroundTruth>> {
+        let Some(p) = &self.gt else { return Ok(None) };
+        let gt = GroundTruth::read(p)?;
+        if gt.nq != nq {
+            anyhow::bail!(
+                "{}: nq: expected {nq} (the query file), found {}",
+                p.display(),
+                gt.nq
+            );
+        }
+        Ok(Some(gt))
+    }
+
     /// The collection probe the options ask for; `None` when neither
     /// `--probe` nor `--probe-shrink` is given.
     fn probe(&self) -> Option<stratavec::collection::Probe> {

@@ -8,6 +8,7 @@
 
 mod bench;
 mod cmd_bench;
+mod cmd_bench_filtered;
 mod cmd_bench_io;
 mod cmd_bench_updates;
 mod cmd_build;
@@ -72,6 +73,10 @@ enum Command {
     /// Take profiles through a runbook of inserts, deletes, merges and
     /// searches; recall beside fresh builds, rates, merge cost; JSON lines.
     BenchUpdates(cmd_bench_updates::Args),
+    /// Filtered search measured (issue #56): each profile built with the data
+    /// set's labels, its filtered queries searched band by band, each way
+    /// forced and chosen per query, in interleaved rounds.
+    BenchFiltered(cmd_bench_filtered::Args),
     /// Insert vectors into an index or collection (logged and fsynced a
     /// batch at a time; searched from an in-memory delta until a merge).
     Insert(cmd_update::InsertArgs),
@@ -96,6 +101,7 @@ fn main() {
         Command::Synth(a) => cmd_synth::run(a),
         Command::BenchIo(a) => cmd_bench_io::run(a),
         Command::BenchUpdates(a) => cmd_bench_updates::run(a),
+        Command::BenchFiltered(a) => cmd_bench_filtered::run(a),
         Command::Insert(a) => cmd_update::insert(a),
         Command::Delete(a) => cmd_update::delete(a),
         Command::Merge(a) => cmd_update::merge(a),

@@ -7,6 +7,8 @@ use anyhow::Result;
 use std::path::Path;
 use stratavec::collection::{is_collection, Collection, Probe};
 use stratavec::data::{DType, Metric};
+use stratavec::index::filtered::FilterWay;
+use stratavec::labels::Expr;
 use stratavec::search::{QueryStats, Switches};
 use stratavec::update::live::{Applied, LiveIndex, UpdateOptions};
 use stratavec::{BatchResult, Index, OpenOptions, SearchParams};
@@ -95,6 +97,68 @@ pub trait Target: Send + Sync {
     fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied>;
     /// Vectors inserted and rows deleted since the last build or merge.
     fn pending(&self) -> (usize, usize);
+    /// [`Target::search`] with each query's filter (issue #56), searched
+    /// the way `way` asks. Only an index built with labels filters.
+    fn search_filtered(
+        &self,
+        _queries: &[f32],
+        _dim: usize,
+        _params: &SearchParams,
+        _filters: &Filters,
+        _way: FilterWay,
+    ) -> Result<BatchResult> {
+        anyhow::bail!(
+            "--filter: expected an index built with labels, found a {} (collections do not \
+             keep labels yet)",
+            self.kind()
+        )
+    }
+    /// Each query's filter text parsed against the labels (`None` stays
+    /// unfiltered); the error names the token and its position, and no
+    /// path (a server quotes it to its client).
+    fn parse_filters(&self, _texts: &[Option<String>]) -> Result<Vec<Option<Expr>>> {
+        anyhow::bail!(
+            "filter: expected an index built with labels, found a {} (collections do not keep \
+             labels yet)",
+            self.kind()
+        )
+    }
+    /// [`Target::answer`] of filtered queries (`filters`: one a query).
+    fn answer_filtered(
+        &self,
+        _queries: &[f32],
+        _dim: usize,
+        _params: &SearchParams,
+        _filters: &[Option<Expr>],
+        _way: FilterWay,
+    ) -> Result<Answer> {
+        anyhow::bail!("filter: a {} does not filter", self.kind())
+    }
+}
+
+/// The filters of a search: one expression for every query, or one a
+/// query from a filter-track matrix (row i: the labels query i ANDs).
+pub enum Filters {
+    One(String),
+    Rows(stratavec::labels::LabelSets),
+}
+
+impl Filters {
+    /// The expressions, one a query, parsed against `index`'s labels.
+    pub fn parse(&self, index: &LiveIndex, nq: usize) -> Result<Vec<Option<Expr>>> {
+        Ok(match self {
+            Filters::One(text) => vec![Some(index.parse_filter(text)?); nq],
+            Filters::Rows(rows) => {
+                if rows.len() != nq {
+                    anyhow::bail!(
+                        "--filter-file: expected one row a query ({nq}), found {} rows",
+                        rows.len()
+                    );
+                }
+                index.filters_of(rows)?
+            }
+        })
+    }
 }
 
 /// How `search` opens an index: it never writes, so the whole memory

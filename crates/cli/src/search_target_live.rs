@@ -7,11 +7,14 @@
 //! pending it is the live search over the generation and the delta.
 //! Either way the answer's ids are the ones a user knows.
 
-use crate::search_target::{blank_failed, Answer, Target};
+use crate::search_target::{blank_failed, Answer, Filters, Target};
 use anyhow::Result;
+use std::sync::Arc;
 use std::time::Instant;
 use stratavec::collection::Probe;
 use stratavec::data::{DType, Metric};
+use stratavec::index::filtered::{Allowed, FilterWay};
+use stratavec::labels::Expr;
 use stratavec::search::Switches;
 use stratavec::update::live::{Applied, LiveIndex};
 use stratavec::{BatchResult, Index, SearchParams};
@@ -43,21 +46,7 @@ impl Target for LiveIndex {
         _probe: Option<&Probe>,
     ) -> Result<Answer> {
         let t = Instant::now();
-        let r = LiveIndex::search(self, queries, dim, params)?;
-        let (mut ids, mut dists) = (r.ids, r.dists);
-        blank_failed(&r.base.errors, r.k, &mut ids, &mut dists);
-        Ok(Answer {
-            k: r.k,
-            ids,
-            dists,
-            totals: r.base.total(),
-            errors: r.base.errors,
-            wall_s: t.elapsed().as_secs_f64(),
-            merge_s: 0.0,
-            segment_queries: Vec::new(),
-            io_wait_s: r.base.io_wait_s,
-            io_backend: r.base.io_backend,
-        })
+        Ok(answer_of(LiveIndex::search(self, queries, dim, params)?, t))
     }
     fn dim(&self) -> usize {
         LiveIndex::dim(self)
@@ -147,6 +136,83 @@ impl Target for LiveIndex {
     }
     fn pending(&self) -> (usize, usize) {
         LiveIndex::pending(self)
+    }
+    fn parse_filters(&self, texts: &[Option<String>]) -> Result<Vec<Option<Expr>>> {
+        if !self.with_base(|b| b.labels().is_some()) {
+            anyhow::bail!(
+                "filter: expected an index built with labels (build --labels), found one without"
+            );
+        }
+        texts
+            .iter()
+            .map(|t| t.as_deref().map(|t| self.parse_filter(t)).transpose())
+            .collect::<stratavec::Result<_>>()
+            .map_err(Into::into)
+    }
+    fn answer_filtered(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        filters: &[Option<Expr>],
+        way: FilterWay,
+    ) -> Result<Answer> {
+        let t = Instant::now();
+        let r = LiveIndex::search_filtered(self, queries, dim, params, filters, way)?;
+        Ok(answer_of(r, t))
+    }
+    /// As [`Target::search`]: rows of the generation when nothing is
+    /// pending (its batch's own counters), else the live search's ids.
+    fn search_filtered(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        filters: &Filters,
+        way: FilterWay,
+    ) -> Result<BatchResult> {
+        let exprs = filters.parse(self, queries.len() / dim.max(1))?;
+        if self.pending() == (0, 0) {
+            return self.with_base(|b| -> Result<BatchResult> {
+                let labels = b.labels().expect("parsed against the labels");
+                let allowed: Vec<Allowed> = exprs
+                    .iter()
+                    .map(|e| e.as_ref().map(|e| Arc::new(e.rows(labels))))
+                    .collect();
+                let mut r = b.search_filtered(queries, dim, params, &allowed, way)?;
+                if b.ids().is_some() {
+                    r.ids = measurable(&b.result_ids(&r.ids))?;
+                }
+                Ok(r)
+            });
+        }
+        let t = Instant::now();
+        let live = LiveIndex::search_filtered(self, queries, dim, params, &exprs, way)?;
+        let mut r = live.base;
+        r.k = live.k;
+        r.ids = measurable(&live.ids)?;
+        r.dists = live.dists;
+        r.wall_s = t.elapsed().as_secs_f64();
+        Ok(r)
+    }
+}
+
+/// A live search's result as a server answers it (a failed query's row
+/// blanked), timed from `t`.
+fn answer_of(r: stratavec::update::live::LiveResult, t: Instant) -> Answer {
+    let (mut ids, mut dists) = (r.ids, r.dists);
+    blank_failed(&r.base.errors, r.k, &mut ids, &mut dists);
+    Answer {
+        k: r.k,
+        ids,
+        dists,
+        totals: r.base.total(),
+        errors: r.base.errors,
+        wall_s: t.elapsed().as_secs_f64(),
+        merge_s: 0.0,
+        segment_queries: Vec::new(),
+        io_wait_s: r.base.io_wait_s,
+        io_backend: r.base.io_backend,
     }
 }
 

@@ -885,3 +885,146 @@ fn insert_delete_merge() {
         "{out}"
     );
 }
+
+/// `build --labels` (names from the `labels.tsv` beside the matrix),
+/// `info` counting them, and `search --filter` / `--filter-file` with a
+/// filtered ground truth: every way's recall, the mix each reports, and a
+/// bad filter refused naming its token (issue #56).
+#[test]
+fn build_with_labels_and_search_filtered() {
+    let f = fixture();
+    let tmp = tempdir();
+    let n = 2000usize;
+    // Label 0 on even rows, 1 on every 10th, 2 on every 97th.
+    let rows: Vec<Vec<i32>> = (0..n)
+        .map(|r| {
+            [(0, 2), (1, 10), (2, 97)]
+                .iter()
+                .filter(|(_, e)| r % e == 0)
+                .map(|(l, _)| *l)
+                .collect()
+        })
+        .collect();
+    let labels = tmp.path().join("base.labels.spmat");
+    common::write_spmat(&labels, &rows, 3);
+    std::fs::write(
+        tmp.path().join("labels.tsv"),
+        "id\tname\tcount\n0\teven\t1000\n1\ttenth\t200\n2\trare\t21\n",
+    )
+    .unwrap();
+    let index = tmp.path().join("index");
+    let o = ok(run(&[
+        &"build",
+        &f.data.join("base.fbin"),
+        &index,
+        &"--labels",
+        &labels,
+        &"-R",
+        &"16",
+        &"--complexity",
+        &"32",
+        &"--pq-bytes",
+        &"8",
+        &"--threads",
+        &"2",
+    ]));
+    assert!(stderr(&o).contains("label names from"), "{}", stderr(&o));
+    let out = stdout(&ok(run(&[&"info", &index])));
+    assert!(
+        out.contains("labels: 3 (3 on some vector, named)") && out.contains("even 1000 (50.0%)"),
+        "{out}"
+    );
+    // Each query ANDs "even" and "tenth" (every 10th row) or asks "rare".
+    let queries = f.data.join("query.fbin");
+    let (_, q) = read_fbin(&queries);
+    let nq = q.len() / DIM;
+    let filters: Vec<Vec<i32>> = (0..nq)
+        .map(|i| if i % 2 == 0 { vec![0, 1] } else { vec![2] })
+        .collect();
+    let filter_file = tmp.path().join("query.filters.spmat");
+    common::write_spmat(&filter_file, &filters, 3);
+    // The filtered ground truth, by brute force here.
+    let (_, base) = read_fbin(&f.data.join("base.fbin"));
+    let mut gt = Vec::new();
+    gt.extend_from_slice(&(nq as u32).to_le_bytes());
+    gt.extend_from_slice(&10u32.to_le_bytes());
+    let mut dists = Vec::new();
+    for (qi, qv) in q.chunks(DIM).enumerate() {
+        let every = if qi % 2 == 0 { 10 } else { 97 };
+        let matches = |r: usize| r.is_multiple_of(every);
+        let mut d: Vec<(f32, u32)> = (0..n)
+            .filter(|&r| matches(r))
+            .map(|r| {
+                (
+                    base[r * DIM..(r + 1) * DIM]
+                        .iter()
+                        .zip(qv)
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum(),
+                    r as u32,
+                )
+            })
+            .collect();
+        d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for &(dd, id) in d.iter().take(10) {
+            gt.extend_from_slice(&id.to_le_bytes());
+            dists.push(dd);
+        }
+    }
+    dists
+        .iter()
+        .for_each(|d| gt.extend_from_slice(&d.to_le_bytes()));
+    let gt_path = tmp.path().join("gt.filtered.ibin");
+    std::fs::write(&gt_path, gt).unwrap();
+    for way in ["auto", "pre", "in-search", "post"] {
+        let o = ok(run(&[
+            &"search",
+            &index,
+            &queries,
+            &"--filter-file",
+            &filter_file,
+            &"--filter-way",
+            &way,
+            &"--gt",
+            &gt_path,
+            &"-L",
+            &"64",
+            &"--json",
+        ]));
+        let row: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+        let recall = row["recall"].as_f64().unwrap();
+        let floor = if way == "post" { 0.0 } else { 0.9 };
+        assert!(recall >= floor, "{way}: recall {recall}\n{row}");
+        let mix = &row["filter"];
+        let share: f64 = ["pre", "in_search", "post"]
+            .iter()
+            .map(|k| mix[k].as_f64().unwrap())
+            .sum();
+        assert!((share - 1.0).abs() < 1e-9, "{way}: {mix}");
+    }
+    let out = stdout(&ok(run(&[
+        &"search",
+        &index,
+        &queries,
+        &"--filter",
+        &"rare OR tenth",
+        &"-L",
+        &"40",
+    ])));
+    assert!(out.lines().count() >= 2, "{out}");
+    let e = fails(run(&[
+        &"search",
+        &index,
+        &queries,
+        &"--filter",
+        &"tenth AND",
+        &"-L",
+        &"40",
+    ]));
+    assert!(
+        e.contains("position 9") && e.contains("a label, NOT or '('"),
+        "{e}"
+    );
+    let e = fails(run(&[&"search", &f.index, &queries, &"--filter", &"even"]));
+    assert!(e.contains("built with labels"), "{e}");
+}

@@ -619,3 +619,98 @@ fn writes_over_http_are_searched_and_outlive_the_server() {
         (Some(2002), Some(false))
     );
 }
+
+/// Filtered search over HTTP (issue #56): a labelled index answers a body's
+/// `"filter"` (one for all, or one a query) with matching rows only, as
+/// `stratavec search --filter` does; an unknown label is a 400 naming it
+/// and its position, a filter on an unlabelled index a 400, and the server
+/// goes on.
+#[test]
+fn filters_over_http_return_only_matches() {
+    let f = fixture();
+    let dir = f.root.join(format!("labelled-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Label 0 on rows divisible by 3, label 1 on rows divisible by 10.
+    let n = 2000i64;
+    let rows: Vec<Vec<i32>> = (0..n)
+        .map(|r| {
+            [(0, 3), (1, 10)]
+                .iter()
+                .filter(|(_, e)| r % e == 0)
+                .map(|(l, _)| *l)
+                .collect()
+        })
+        .collect();
+    let labels = dir.join("base.labels.spmat");
+    common::write_spmat(&labels, &rows, 2);
+    std::fs::write(
+        dir.join("names.tsv"),
+        "id\tname\tcount\n0\tthird\t667\n1\ttenth\t200\n",
+    )
+    .unwrap();
+    let index = dir.join("index");
+    ok(run(&[
+        &"build",
+        &f.data.join("base.fbin"),
+        &index,
+        &"--labels",
+        &labels,
+        &"--label-names",
+        &dir.join("names.tsv"),
+        &"-R",
+        &"16",
+        &"--complexity",
+        &"32",
+        &"--pq-bytes",
+        &"8",
+        &"--threads",
+        &"2",
+    ]));
+    let server = Server::start(&index, &[]);
+    let q = queries();
+    let rows: Vec<&[f32]> = q.chunks(DIM).take(6).collect();
+    let body = json!({"vectors": rows, "k": 5, "complexity": 40, "filter": "third AND NOT tenth"});
+    let r = post_json(&server.addr, "/search", &body);
+    assert_eq!(r.status, 200, "{}", r.error());
+    for row in ids_of(&r.json()) {
+        assert!(row.iter().all(|&id| id % 3 == 0 && id % 10 != 0), "{row:?}");
+    }
+    let each =
+        json!({"vectors": &rows[..2], "k": 5, "filter": ["tenth", null], "filter_way": "pre"});
+    let got = ids_of(&post_json(&server.addr, "/search", &each).json());
+    assert!(got[0].iter().all(|&id| id % 10 == 0), "{got:?}");
+    assert!(
+        got[1].iter().any(|&id| id % 10 != 0),
+        "the unfiltered query was filtered: {got:?}"
+    );
+    let bad = json!({"vectors": &rows[..1], "filter": "third AND thrid"});
+    let r = post_json(&server.addr, "/search", &bad);
+    assert_eq!(r.status, 400);
+    assert!(
+        r.error().contains("position 10") && r.error().contains("unknown label \"thrid\""),
+        "{}",
+        r.error()
+    );
+    let r = post_json(
+        &server.addr,
+        "/search",
+        &json!({"vectors": &rows[..1], "filter": 3}),
+    );
+    assert_eq!(r.status, 400, "{}", r.error());
+    drop(server);
+    let plain = Server::start(&f.index, &[]);
+    let r = post_json(
+        &plain.addr,
+        "/search",
+        &json!({"vectors": &rows[..1], "filter": "third"}),
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.error().contains("built with labels") && !r.error().contains('/'),
+        "{}",
+        r.error()
+    );
+    let r = post_json(&plain.addr, "/search", &json!({"vectors": &rows[..1]}));
+    assert_eq!(r.status, 200, "{}", r.error());
+}

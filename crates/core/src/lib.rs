@@ -11,6 +11,7 @@ pub mod entry;
 pub mod error;
 pub mod graph;
 pub mod index;
+pub mod labels;
 pub mod layout;
 pub mod memory;
 pub mod plan;
@@ -24,8 +25,9 @@ pub mod util;
 
 pub use error::{Error, ErrorKind, Result};
 pub use index::{
-    build_from_file, build_from_table, build_index, build_index_with_ids, BatchResult, BuildParams,
-    BuildReport, Index, OpenOptions, Unset,
+    build_from_file, build_from_input, build_from_table, build_index, build_index_with,
+    build_index_with_ids, Attached, BatchResult, BuildParams, BuildReport, Index, OpenOptions,
+    Unset,
 };
 pub use search::SearchParams;
 pub use stratavec_io::Backend;

@@ -221,6 +221,7 @@ impl Profile {
             graph_cache: params.cache_rank,
             search: self.search,
             ids: false,
+            labels: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! rounds) read off each system's recall–QPS Pareto front.
 pub mod ablation;
 pub mod device;
+pub mod filtered;
 pub mod peers;
 pub mod range;
 pub mod rounds;

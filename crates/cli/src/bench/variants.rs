@@ -467,6 +467,27 @@ pub fn find(name: &str) -> Result<&'static Variant> {
     }
 }
 
+/// The build of a run whose flags are only the graph's (`bench-updates`,
+/// `bench-filtered`): metric, degree R, build list size, PQ bytes.
+pub fn graph_build(
+    metric: stratavec::data::Metric,
+    degree: usize,
+    complexity: usize,
+    pq_bytes: usize,
+    budget: u64,
+) -> RunBuild {
+    RunBuild {
+        keywords: vec![
+            ("metric".to_string(), metric.as_str().to_string()),
+            ("graph_degree".into(), degree.to_string()),
+            ("complexity".into(), complexity.to_string()),
+            ("pq_bytes".into(), pq_bytes.to_string()),
+        ],
+        nav_sample: None,
+        budget,
+    }
+}
+
 /// What a bench run gives every variant's build.
 pub struct RunBuild {
     /// The run's flags as build keywords (`graph_degree`, `pq_bytes`,

@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod body;
 pub mod errors;
+pub mod filter_request;
 pub mod limits;
 pub mod listen;
 pub mod request;

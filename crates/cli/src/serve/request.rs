@@ -15,7 +15,15 @@ use axum::http::HeaderValue;
 use serde_json::{Map, Value};
 use stratavec::data::DType;
 
-const JSON_FIELDS: [&str; 5] = ["vectors", "vector", "k", "complexity", "probe"];
+const JSON_FIELDS: [&str; 7] = [
+    "vectors",
+    "vector",
+    "k",
+    "complexity",
+    "probe",
+    "filter",
+    "filter_way",
+];
 const BINARY_PARAMS: [&str; 3] = ["k", "complexity", "probe"];
 /// k when a request does not say.
 pub const DEFAULT_K: usize = 10;
@@ -52,6 +60,8 @@ pub struct SearchRequest {
     pub k: usize,
     pub complexity: Option<usize>,
     pub probe: Option<usize>,
+    /// The request's filter (JSON bodies only: `filter_request.rs`).
+    pub filter: Option<super::filter_request::FilterSpec>,
 }
 
 impl SearchRequest {
@@ -71,6 +81,7 @@ impl SearchRequest {
             k,
             complexity,
             probe,
+            filter: None,
         }
     }
 }
@@ -267,7 +278,9 @@ fn parse_json(
         shape,
         limits,
     )?;
-    Ok(SearchRequest::new(queries, nq, options))
+    let mut req = SearchRequest::new(queries, nq, options);
+    req.filter = super::filter_request::parse(&doc, nq)?;
+    Ok(req)
 }
 
 /// The body as a JSON object of `fields` only (an unknown field is

@@ -223,6 +223,18 @@ async fn run_search(
         .map_err(|e| ApiError::internal(format!("request parser panicked: {e}")))?
     };
     let req = parsed?;
+    // Filters are parsed against the labels before a slot is taken: an
+    // unknown label or a malformed expression is the client's 400.
+    let filters = match &req.filter {
+        Some(f) => {
+            let parsed = app
+                .target
+                .parse_filters(&f.texts)
+                .map_err(|e| ApiError::bad(format!("{e:#}")))?;
+            Some((Arc::new(parsed), f.way))
+        }
+        None => None,
+    };
     let deadline = Instant::now() + app.limits.search_timeout;
     let permit = app
         .admission
@@ -236,7 +248,8 @@ async fn run_search(
         ended: false,
     };
     let nq = req.nq;
-    let job = job_of(app, req, cancel, deadline.into_std());
+    let mut job = job_of(app, req, cancel, deadline.into_std());
+    job.filters = filters;
     let a = app.clone();
     let started = Instant::now();
     let handle = tokio::task::spawn_blocking(move || {
@@ -287,6 +300,7 @@ fn job_of(
         },
         probe: app.shape.segments.map(|_| Probe::nearest(req.probe)),
         queries: req.queries,
+        filters: None,
         cancel,
         stop_all: app.stop_all.clone(),
         deadline,

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stratavec::collection::Probe;
+use stratavec::index::filtered::FilterWay;
+use stratavec::labels::Expr;
 use stratavec::SearchParams;
 
 /// How the server splits its threads over searches (see [`Plan::new`]).
@@ -73,6 +75,8 @@ pub struct Job {
     /// The plan's parameters with the request's k and complexity.
     pub params: SearchParams,
     pub probe: Option<Probe>,
+    /// Filtered queries (issue #56): one parsed filter a query, and the way.
+    pub filters: Option<(Arc<Vec<Option<Expr>>>, FilterWay)>,
     /// Set when the request is abandoned or timed out.
     pub cancel: Arc<AtomicBool>,
     /// Set when the server stops after its grace period.
@@ -107,7 +111,7 @@ pub fn run(target: &dyn Target, plan: &Plan, job: &Job, stats: &Stats) -> Outcom
         errors: Vec::with_capacity(nq),
         ..Answer::default()
     };
-    for rows in job.queries.chunks(plan.chunk * dim) {
+    for (c, rows) in job.queries.chunks(plan.chunk * dim).enumerate() {
         if !plan.chunk_delay.is_zero() {
             pause(plan.chunk_delay, job);
         }
@@ -118,7 +122,15 @@ pub fn run(target: &dyn Target, plan: &Plan, job: &Job, stats: &Stats) -> Outcom
             threads: plan.threads_for(rows.len() / dim),
             ..job.params.clone()
         };
-        match target.answer(rows, dim, &params, job.probe.as_ref()) {
+        let answered = match &job.filters {
+            Some((filters, way)) => {
+                let first = c * plan.chunk;
+                let mine = &filters[first..first + rows.len() / dim];
+                target.answer_filtered(rows, dim, &params, mine, *way)
+            }
+            None => target.answer(rows, dim, &params, job.probe.as_ref()),
+        };
+        match answered {
             Ok(a) => {
                 stats.chunk(&a);
                 append(&mut out, a);

@@ -117,7 +117,9 @@ async fn run_write(
     .await
     .map_err(|e| ApiError::internal(format!("{name} panicked: {e}")))?;
     let (applied, given_ids) = done.map_err(|e| refused(name, e))?;
-    app.stats.wrote(kind == Kind::Insert, applied.count);
+    // A retried batch was answered again, not applied: it adds no vectors.
+    let applied_now = if applied.repeated { 0 } else { applied.count };
+    app.stats.wrote(kind == Kind::Insert, applied_now);
     let doc = match kind {
         Kind::Insert => inserted(&applied, given_ids),
         Kind::Delete => json!({

@@ -32,3 +32,25 @@ pub fn ok(o: Output) -> Output {
     );
     o
 }
+
+/// Writes `rows` (each row's column ids) as a big-ann-benchmarks `.spmat`
+/// file with `ncol` columns: a label matrix or a filter file.
+#[allow(dead_code)] // not every test binary writes one
+pub fn write_spmat(path: &std::path::Path, rows: &[Vec<i32>], ncol: i64) {
+    let nnz: usize = rows.iter().map(Vec::len).sum();
+    let mut b = Vec::new();
+    for v in [rows.len() as i64, ncol, nnz as i64] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut p = 0i64;
+    b.extend_from_slice(&p.to_le_bytes());
+    for r in rows {
+        p += r.len() as i64;
+        b.extend_from_slice(&p.to_le_bytes());
+    }
+    rows.iter()
+        .flatten()
+        .for_each(|c| b.extend_from_slice(&c.to_le_bytes()));
+    (0..nnz).for_each(|_| b.extend_from_slice(&1f32.to_le_bytes()));
+    std::fs::write(path, b).unwrap();
+}

@@ -25,7 +25,7 @@ use crate::index::ids::NO_ID;
 use crate::progress::Progress;
 use crate::update::live::Applied;
 use crate::update::merge::Merged;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// One writer at a time inside a process (each segment's writer lock keeps
@@ -180,13 +180,13 @@ impl Collection {
     /// segment (but those of segments that already applied this batch: a
     /// retry).
     fn check_unique(&self, ids: &[i64], target: &[usize], done: &[Option<Applied>]) -> Result<()> {
-        let mut seen = HashSet::with_capacity(ids.len());
+        let mut seen = HashMap::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
-            if !seen.insert(id) {
+            if let Some(j) = seen.insert(id, i) {
                 return Err(Error::argument(
                     format!("id of row {i}"),
                     "ids unique within a batch",
-                    format!("{id}, given twice"),
+                    format!("{id}, also the id of row {j}"),
                 ));
             }
             if done[target[i]].is_some() {

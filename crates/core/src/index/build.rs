@@ -10,6 +10,7 @@ use super::interrupt::{cancelled, checkpoint};
 use super::stages::Build;
 use crate::data::{DType, Metric, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
+use crate::labels::LabelInput;
 use crate::layout::replication::ReplicationStats;
 use crate::layout::shuffle::{Shuffle, ShuffleParams, ShuffleReport};
 use crate::layout::LayoutKind;
@@ -540,11 +541,38 @@ pub fn build_index_with_ids(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
+    let attached = Attached { ids, labels: None };
+    build_index_with(data, attached, source, dir, params, threads, progress)
+}
+
+/// What a build keeps beside the vectors, one a row: the caller's ids
+/// (returned by searches instead of row numbers) and labels (searches
+/// filter by them, issue #56).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Attached<'a> {
+    pub ids: Option<&'a [i64]>,
+    pub labels: Option<LabelInput<'a>>,
+}
+
+/// [`build_index`] keeping `attached` in the index.
+pub fn build_index_with(
+    data: Vectors<'_>,
+    attached: Attached<'_>,
+    source: &str,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
     let t_all = Instant::now();
     let dim = data.dim();
     let n = data.elems().len() / dim;
     let data_dtype = data.elems().dtype();
+    let Attached { ids, labels } = attached;
     check_ids(ids, n, source)?;
+    if let Some(l) = labels {
+        l.check(n, source)?;
+    }
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
     let (params, chosen) = fit(params, n, dim, data_dtype)?;
@@ -576,6 +604,7 @@ pub fn build_index_with_ids(
             data_dtype,
             dim,
             ids,
+            labels,
             given: Default::default(),
         };
         return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
@@ -590,6 +619,7 @@ pub fn build_index_with_ids(
         data: &f32_data,
         elems: data.elems(),
         ids,
+        labels,
         dim,
         n,
         dtype,
@@ -653,6 +683,34 @@ pub fn build_from_table(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
+    build_from_input(table, columns, None, dir, params, threads, progress)
+}
+
+/// [`build_from_table`] or [`build_from_file`] by the file's kind, keeping
+/// `labels` (one set a row) in the index.
+pub fn build_from_input(
+    data_path: &Path,
+    columns: &crate::data::TableColumns,
+    labels: Option<LabelInput<'_>>,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildReport> {
+    if !crate::data::is_table(data_path) {
+        let file = crate::data::open(data_path)?;
+        let Some(vectors) = file.vectors() else {
+            return Err(Error::argument(
+                format!("{}", data_path.display()),
+                "contiguous rows",
+                "interleaved rows",
+            ));
+        };
+        let source = data_path.display().to_string();
+        let attached = Attached { ids: None, labels };
+        return build_index_with(vectors, attached, &source, dir, params, threads, progress);
+    }
+    let table = data_path;
     let staged = super::commit::StagedFile::new(dir, "import", "fbin")?;
     progress.stage("read table", 0);
     let imported =
@@ -674,15 +732,11 @@ pub fn build_from_table(
     let file = crate::data::open(&staged.path)?;
     let vectors = file.vectors().expect("an .fbin is contiguous");
     let source = format!("{} (column {})", table.display(), imported.column);
-    build_index_with_ids(
-        vectors,
-        imported.ids.as_deref(),
-        &source,
-        dir,
-        params,
-        threads,
-        progress,
-    )
+    let attached = Attached {
+        ids: imported.ids.as_deref(),
+        labels,
+    };
+    build_index_with(vectors, attached, &source, dir, params, threads, progress)
 }
 
 /// Opens, validates and builds from a vector file; a Parquet or Arrow
@@ -694,114 +748,6 @@ pub fn build_from_file(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
-    if crate::data::is_table(data_path) {
-        let columns = crate::data::TableColumns::default();
-        return build_from_table(data_path, &columns, dir, params, threads, progress);
-    }
-    let file = crate::data::open(data_path)?;
-    let vectors = match file.vectors() {
-        Some(v) => v,
-        None => {
-            return Err(Error::argument(
-                format!("{}", data_path.display()),
-                "contiguous rows",
-                "interleaved rows",
-            ))
-        }
-    };
-    build_index(
-        vectors,
-        &data_path.display().to_string(),
-        dir,
-        params,
-        threads,
-        progress,
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A diskann index built before `shuffle_nearest` existed (its manifest
-    /// reads as Some(0)) is still the index today's defaults build; a
-    /// starling one is not, and no other difference is ignored.
-    #[test]
-    fn a_laser_index_is_the_one_its_fitted_request_builds() {
-        // A request is compared after fitting it to the data (the bench
-        // does): what it leaves unset is what today's fit would choose,
-        // not whatever an older index holds.
-        let asked = BuildParams {
-            unset: Unset::all(),
-            ..BuildParams::for_profile("laser")
-        };
-        let (fitted, _) = super::super::fit::fit(&asked, 20_000, 768, DType::F32).unwrap();
-        assert_eq!(
-            (fitted.code_dim, fitted.store, fitted.page_size),
-            (Some(696), Some(DType::F16), 8192)
-        );
-        assert!(fitted.builds_same_index(&fitted.clone()));
-        let older = BuildParams {
-            code_dim: Some(184),
-            page_size: 4096,
-            ..fitted.clone()
-        };
-        assert!(!older.builds_same_index(&fitted));
-    }
-
-    #[test]
-    fn shuffle_tuning_matters_only_to_shuffled_indexes() {
-        let now = BuildParams::default();
-        let old = BuildParams {
-            shuffle_nearest: Some(0),
-            shuffle_undirected: Some(true),
-            ..now.clone()
-        };
-        assert!(old.builds_same_index(&now));
-        let other_pq = BuildParams {
-            pq_bytes: 48,
-            ..old.clone()
-        };
-        assert!(!other_pq.builds_same_index(&now));
-        let starling = BuildParams::for_profile("starling");
-        let old_starling = BuildParams {
-            shuffle_nearest: Some(0),
-            ..starling.clone()
-        };
-        assert!(!old_starling.builds_same_index(&starling));
-        assert!(starling.builds_same_index(&starling.clone()));
-    }
-
-    /// An index whose caches are ranked by visits is rebuilt when the
-    /// sample share differs (an octopus index from before the parameter
-    /// read 1%, the default is now 10%); any other index is not.
-    #[test]
-    fn the_visits_sample_matters_only_to_indexes_ranked_by_visits() {
-        let manifest_before = |p: &BuildParams| {
-            let mut v = serde_json::to_value(p).unwrap();
-            v.as_object_mut().unwrap().remove("visits_sample");
-            serde_json::from_value::<BuildParams>(v).unwrap()
-        };
-        for (profile, ranked) in [
-            ("octopus", true),
-            ("pipeann", true),
-            ("laser", true),
-            ("diskann", false),
-            ("starling", false),
-            ("gorgeous", false),
-        ] {
-            let now = BuildParams::for_profile(profile);
-            assert_eq!(now.ranks_by_visits(), ranked, "{profile}");
-            assert_eq!(now.visits_sample, DEFAULT_VISITS_SAMPLE);
-            let old = manifest_before(&now);
-            assert_eq!(old.visits_sample, 0.01, "{profile}");
-            assert_eq!(old.builds_same_index(&now), !ranked, "{profile}");
-            assert!(now.builds_same_index(&now.clone()), "{profile}");
-        }
-        let graph_by_visits = BuildParams {
-            cache_rank: CacheRank::Visits,
-            ..BuildParams::for_profile("gorgeous")
-        };
-        assert!(!manifest_before(&graph_by_visits).builds_same_index(&graph_by_visits));
-    }
+    let columns = crate::data::TableColumns::default();
+    build_from_input(data_path, &columns, None, dir, params, threads, progress)
 }

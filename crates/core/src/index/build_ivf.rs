@@ -51,6 +51,8 @@ pub struct Input<'a> {
     pub dim: usize,
     /// Ids given with the data, kept as every profile keeps them.
     pub ids: Option<&'a [i64]>,
+    /// Labels given with the data (issue #56).
+    pub labels: Option<crate::labels::LabelInput<'a>>,
     /// What a merge keeps of the generation it replaces (`update/merge.rs`).
     pub given: Given,
 }
@@ -114,6 +116,19 @@ pub fn build(
         super::build::write_file(&path, |w| super::ids::write(w, ids))?;
         names.push(super::ids::IDS_FILE);
     }
+    if let Some(l) = input.labels {
+        use crate::labels::store;
+        let bytes = store::encode(l.sets, l.n_labels());
+        let path = staging.dir.join(store::LABELS_FILE);
+        super::build::write_file(&path, |w| std::io::Write::write_all(w, &bytes))?;
+        names.push(store::LABELS_FILE);
+        if let Some(label_names) = l.names {
+            let text = store::names_tsv(label_names, l.sets);
+            let path = staging.dir.join(store::LABEL_NAMES_FILE);
+            super::build::write_file(&path, |w| std::io::Write::write_all(w, text.as_bytes()))?;
+            names.push(store::LABEL_NAMES_FILE);
+        }
+    }
     report
         .stages
         .push(("write".into(), t.elapsed().as_secs_f64()));
@@ -131,7 +146,8 @@ pub fn build(
     // A cluster index enters no graph and keeps no navigation graph.
     let plan = crate::profile::plan(params)?
         .as_built(false)
-        .with_ids(input.ids.is_some());
+        .with_ids(input.ids.is_some())
+        .with_labels(input.labels.is_some());
     let mut manifest = manifest(params, dtype, dim, n, quantizer, files, chosen.clone());
     manifest.plan = Some(plan);
     manifest.update_seq = input.given.update_seq;

@@ -4,6 +4,7 @@ pub mod build_checks;
 pub mod build_ivf;
 pub mod cache_load;
 pub mod commit;
+pub mod filtered;
 pub mod fit;
 pub mod graph_file;
 pub mod ids;
@@ -17,7 +18,8 @@ pub mod relayout_csr;
 pub(crate) mod stages;
 
 pub use build::{
-    build_from_file, build_from_table, build_index, build_index_with_ids, BuildParams, BuildReport,
+    build_from_file, build_from_input, build_from_table, build_index, build_index_with,
+    build_index_with_ids, Attached, BuildParams, BuildReport,
 };
 pub use fit::Unset;
 pub use manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION};

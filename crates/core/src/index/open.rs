@@ -123,6 +123,8 @@ pub struct Index {
     pub(crate) adjacency: AdjacencyCache,
     /// Ids given with the data, mapped (`index::ids`); `None`: row numbers.
     ids: Option<IdMap>,
+    /// Labels on the vectors, mapped (`crate::labels`); `None`: unlabelled.
+    labels: Option<crate::labels::Labels>,
     entry: Box<dyn EntryPoints>,
     memory: MemoryReport,
     io: Backend,
@@ -212,6 +214,13 @@ impl Index {
             true => Some(IdMap::open(&files.path(IDS_FILE)?, manifest.n)?),
             false => None,
         };
+        let labels = match plan.labels {
+            true => {
+                files.path(crate::labels::LABELS_FILE)?; // listed, its size as recorded
+                Some(crate::labels::Labels::open(files.dir, manifest.n)?)
+            }
+            false => None,
+        };
         let io_name = header_reader.name().to_string();
         drop(header_reader);
         let memory = memory_report(&resident, &*layout, codes_bytes, members_bytes, buffers);
@@ -220,6 +229,7 @@ impl Index {
             members: codes.members,
             quantizer: codes.quantizer,
             ids,
+            labels,
             adjacency: resident.adjacency,
             cache: resident.cache,
             entry: resident.entry,
@@ -282,6 +292,11 @@ impl Index {
     /// turns into these.
     pub fn ids(&self) -> Option<&IdMap> {
         self.ids.as_ref()
+    }
+
+    /// The labels the index keeps on its vectors, by row (issue #56).
+    pub fn labels(&self) -> Option<&crate::labels::Labels> {
+        self.labels.as_ref()
     }
 
     /// What search results report for `rows`: the ids the index was built
@@ -408,7 +423,11 @@ impl Index {
         Ok(())
     }
 
-    fn check_queries(&self, queries: &[f32], params: &SearchParams) -> Result<(usize, Chosen)> {
+    pub(super) fn check_queries(
+        &self,
+        queries: &[f32],
+        params: &SearchParams,
+    ) -> Result<(usize, Chosen)> {
         let dim = self.dim();
         let chosen = self.strategy(params, (queries.len() / dim).max(1))?;
         if queries.is_empty() || !queries.len().is_multiple_of(dim) {
@@ -483,6 +502,21 @@ impl Index {
         dim: usize,
         params: &SearchParams,
     ) -> Result<BatchResult> {
+        self.search_batch_with(queries, dim, params, None, None)
+    }
+
+    /// [`Self::search_batch`] with each query's allowed rows (`allowed`,
+    /// one slot a query: its result keeps only those rows) and, for a
+    /// filtered search's pre-filtered queries, the pre-filter instead of
+    /// the strategy `params` choose (`index/filtered.rs`).
+    pub(crate) fn search_batch_with(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        allowed: Option<&[Option<std::sync::Arc<roaring::RoaringBitmap>>]>,
+        pre: Option<crate::search::prefilter::PreFilter>,
+    ) -> Result<BatchResult> {
         if dim != self.dim() {
             return Err(Error::argument(
                 "query dimension",
@@ -490,7 +524,10 @@ impl Index {
                 dim,
             ));
         }
-        let (nq, chosen) = self.check_queries(queries, params)?;
+        let (nq, mut chosen) = self.check_queries(queries, params)?;
+        if let Some(p) = pre {
+            chosen = Chosen::Pre(p);
+        }
         let threads = params.threads.max(1).min(nq);
         let in_flight = params.in_flight.max(1);
         let slots = read_slots(in_flight, params.beam_width);
@@ -507,6 +544,7 @@ impl Index {
             k: params.k,
             in_flight,
             ranges: params.radius.is_some(),
+            allowed,
         };
         // Snapshot after the readers exist: opening one may do probe reads.
         let io_before = proc_self_io();
@@ -519,6 +557,7 @@ impl Index {
             Chosen::Pipe(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::Ivf(s) => run_batch(&ctx, &s, readers, &shape),
             Chosen::IvfPq(s) => run_batch(&ctx, &s, readers, &shape),
+            Chosen::Pre(s) => run_batch(&ctx, &s, readers, &shape),
         };
         let wall = t0.elapsed().as_secs_f64();
         let io_after = proc_self_io();

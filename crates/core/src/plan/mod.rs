@@ -61,6 +61,11 @@ pub struct Plan {
     /// The index keeps the caller's ids (`ids.bin`, `index::ids`), which
     /// searches return instead of row numbers.
     pub ids: bool,
+    /// The index keeps labels on its vectors (`labels.bin`, and
+    /// `label_names.tsv` when they have names: `crate::labels`), which
+    /// searches filter by. Absent in plans written before labels.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub labels: bool,
 }
 
 impl Plan {
@@ -72,6 +77,11 @@ impl Plan {
     /// This plan for an index that keeps the caller's ids, or not.
     pub fn with_ids(mut self, ids: bool) -> Plan {
         self.ids = ids;
+        self
+    }
+
+    pub fn with_labels(mut self, labels: bool) -> Plan {
+        self.labels = labels;
         self
     }
 

@@ -68,6 +68,9 @@ pub enum Chosen {
     Pipe(Pipe),
     Ivf(Ivf),
     IvfPq(IvfPq),
+    /// A filtered query's brute force over its matches (issue #56): never
+    /// chosen from the switches, only by a filtered search's plan.
+    Pre(crate::search::prefilter::PreFilter),
 }
 
 /// The strategy `params` ask for of an index searched by `search` with

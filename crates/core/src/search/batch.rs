@@ -7,8 +7,9 @@ use super::query::{reported_distance, PreparedQuery};
 use super::strategy::Strategy;
 use super::{run_worker, QueryState, QueryStats, SearchContext};
 use crate::error::{Error, Result};
+use roaring::RoaringBitmap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use stratavec_io::BlockReader;
 
 /// Results of a batch: `k` ids and distances per query, row-major; a query
@@ -69,6 +70,14 @@ pub struct BatchShape<'a> {
     pub in_flight: usize,
     /// Range search: keep every result, not only the top k.
     pub ranges: bool,
+    /// Filtered queries (issue #56): the rows each query may return
+    /// (`None` in a slot: any). A query's state gets its set
+    /// (`PreparedQuery::allowed`), and its result keeps only those rows —
+    /// every exact distance the search made is a candidate, not only its
+    /// top k, so a search whose list was grown for the filter returns the
+    /// nearest matches it met (strategy (b) of the issue, for every
+    /// strategy alike).
+    pub allowed: Option<&'a [Option<Arc<RoaringBitmap>>]>,
 }
 
 /// Runs every query of `shape` with `strategy`, one worker per reader. Each
@@ -209,7 +218,9 @@ fn run_one_worker<S: Strategy>(
                     .clone()
                     .map(|qi| {
                         let q = &shape.queries[qi * dim..(qi + 1) * dim];
-                        PreparedQuery::new(q, ctx.dtype, ctx.metric)
+                        let mut p = PreparedQuery::new(q, ctx.dtype, ctx.metric);
+                        p.allowed = shape.allowed.and_then(|a| a[qi].clone());
+                        p
                     })
                     .collect();
                 strategy.start_group(ctx, queries, &mut pool.borrow_mut(), &mut started);
@@ -223,8 +234,14 @@ fn run_one_worker<S: Strategy>(
         },
         |mut done| {
             let mut res = Vec::new();
-            if done.error.is_none() {
-                strategy.finish(&mut done.state, k, &mut res);
+            let allowed = shape.allowed.and_then(|a| a[done.index].as_deref());
+            match (done.error.is_none(), allowed) {
+                (false, _) => {}
+                (true, None) => strategy.finish(&mut done.state, k, &mut res),
+                (true, Some(rows)) => {
+                    strategy.finish(&mut done.state, usize::MAX, &mut res);
+                    res.retain(|e| rows.contains(e.1));
+                }
             }
             let st = *done.state.stats();
             local.push((done.index, res, st, done.error));
@@ -324,6 +341,7 @@ mod tests {
                 k: 5,
                 in_flight,
                 ranges: false,
+                allowed: None,
             };
             let reader = index.take_reader(16).unwrap();
             let t = std::time::Instant::now();

@@ -93,10 +93,12 @@ impl IvfPqState {
         order.select_nth_unstable_by(nprobe - 1, by);
         order.truncate(nprobe);
         ctx.quantizer.prepare(&self.query.f32, &mut self.table);
+        // A filtered query (issue #56) scores and reads only its matches.
+        let allowed = self.query.allowed.clone();
         for &j in &order {
             self.fresh.clear();
             for &id in members.of(j as usize) {
-                if self.seen.insert(id) {
+                if allowed.as_ref().is_none_or(|a| a.contains(id)) && self.seen.insert(id) {
                     self.fresh.push(id);
                 }
             }

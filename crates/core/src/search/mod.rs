@@ -10,6 +10,7 @@ pub mod ivf;
 pub mod ivf_pq;
 pub mod laser;
 pub mod pipe;
+pub mod prefilter;
 pub mod query;
 pub mod range;
 pub mod scheduler;

@@ -13,6 +13,8 @@ pub struct PreparedQuery {
     dtype: DType,
     metric: Metric,
     scratch: Vec<f32>,
+    /// The rows a filtered query may return (issue #56); `None`: any row.
+    pub allowed: Option<std::sync::Arc<roaring::RoaringBitmap>>,
 }
 
 impl PreparedQuery {
@@ -34,6 +36,7 @@ impl PreparedQuery {
             dtype,
             metric,
             scratch: vec![],
+            allowed: None,
         }
     }
 

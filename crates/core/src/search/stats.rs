@@ -43,6 +43,21 @@ pub struct QueryStats {
     /// probed clusters' groups (paper 002 §6.2's small I/Os).
     #[serde(default)]
     pub small_reads: u64,
+    /// A filtered search (issue #56): 1 in the field of the way the query
+    /// went — ranked its matching rows' codes and read the best
+    /// (`filter_pre`), searched admitting only matches into its result
+    /// with a list grown by the filter's selectivity (`filter_graph`), or
+    /// searched unfiltered and dropped what does not match
+    /// (`filter_post`) — and the rows its filter matched. Summed over a
+    /// batch: the strategy mix.
+    #[serde(default)]
+    pub filter_pre: u64,
+    #[serde(default)]
+    pub filter_graph: u64,
+    #[serde(default)]
+    pub filter_post: u64,
+    #[serde(default)]
+    pub filter_matches: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -60,5 +75,9 @@ impl std::ops::AddAssign for QueryStats {
         self.estimate_ns += o.estimate_ns;
         self.wasted += o.wasted;
         self.small_reads += o.small_reads;
+        self.filter_pre += o.filter_pre;
+        self.filter_graph += o.filter_graph;
+        self.filter_post += o.filter_post;
+        self.filter_matches += o.filter_matches;
     }
 }

@@ -277,6 +277,13 @@ impl TwoStageSearch {
         let top = self.refine.min(self.list.len());
         for i in 0..top {
             let id = self.list.as_slice()[i].id;
+            // A filtered query (issue #56) keeps only matches: the others
+            // are not worth a read. Its list was grown by the filter's
+            // selectivity, so the matches among the top ⌈σ·L⌉ are about
+            // as many as an unfiltered query refines.
+            if self.query.allowed.as_ref().is_some_and(|a| !a.contains(id)) {
+                continue;
+            }
             self.refine_one(ctx, id, reads);
         }
         // Early reads of candidates that ended outside the top ⌈σ·L⌉.

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
+mod filtered;
 mod refresh;
 mod state;
 use state::State;
@@ -221,8 +222,8 @@ impl LiveIndex {
         self.read().next_id
     }
 
-    /// What batch `batch` did, if this generation applied it (a retried
-    /// call is answered with it).
+    /// What batch `batch` did, if this generation applied it or carried it
+    /// over from the one it replaced (a retried call is answered with it).
     pub fn batch_applied(&self, batch: u64) -> Option<Applied> {
         (batch != 0)
             .then(|| self.read().batches.get(&batch).copied())
@@ -354,6 +355,7 @@ impl LiveIndex {
         let s = self.read();
         let (dim, seq) = (s.base.dim(), s.seq);
         wal::create(&staging.dir.join(WAL_FILE), dim, seq + 1)?;
+        super::batches::write(&staging.dir, &s.batches)?;
         let merged = super::merge::Merged {
             inserted: s.delta.len(),
             deleted: s.deleted.len(),
@@ -377,7 +379,10 @@ impl LiveIndex {
         // stays the old one's and this handle refuses writes (reopen).
         lock.moved_to(&self.dir);
         *self.lock.lock().unwrap_or_else(|e| e.into_inner()) = Some(lock);
-        let state = State::new(Index::open(&self.dir, &self.opts)?);
+        let state = State::new(
+            Index::open(&self.dir, &self.opts)?,
+            super::batches::read(&self.dir)?,
+        );
         let log = WalWriter::open(&self.dir.join(WAL_FILE), dim)?.0;
         self.log_end.store(log.len(), Ordering::Release);
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = state;
@@ -467,25 +472,10 @@ impl LiveIndex {
                         hits.push((reported_distance(metric, d), s.delta.id(row)));
                     }
                 }
-                hits.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                hits.truncate(k);
-                hits
+                nearest(hits, k)
             })
             .collect();
-        let mut out = LiveResult {
-            k,
-            ids: vec![NO_ID; nq * k],
-            dists: vec![f32::INFINITY; nq * k],
-            ranges: vec![],
-            base,
-        };
-        for (qi, hits) in rows.into_iter().enumerate() {
-            for (j, (d, id)) in hits.into_iter().enumerate() {
-                out.ids[qi * k + j] = id;
-                out.dists[qi * k + j] = d;
-            }
-        }
-        Ok(out)
+        Ok(LiveResult::of(k, rows, base))
     }
 }
 
@@ -530,6 +520,34 @@ impl LiveIndex {
             ranges,
             base,
         })
+    }
+}
+
+/// The `k` nearest of `hits` (distance, id), ties by id.
+fn nearest(mut hits: Vec<(f32, i64)>, k: usize) -> Vec<(f32, i64)> {
+    hits.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    hits.truncate(k);
+    hits
+}
+
+impl LiveResult {
+    /// Each query's hits, `k` slots a query (padded with -1 and infinity).
+    fn of(k: usize, rows: Vec<Vec<(f32, i64)>>, base: BatchResult) -> LiveResult {
+        let nq = rows.len();
+        let mut out = LiveResult {
+            k,
+            ids: vec![NO_ID; nq * k],
+            dists: vec![f32::INFINITY; nq * k],
+            ranges: vec![],
+            base,
+        };
+        for (qi, hits) in rows.into_iter().enumerate() {
+            for (j, (d, id)) in hits.into_iter().enumerate() {
+                out.ids[qi * k + j] = id;
+                out.dists[qi * k + j] = d;
+            }
+        }
+        out
     }
 }
 

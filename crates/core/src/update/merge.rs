@@ -82,6 +82,19 @@ struct NewSet {
     kept: usize,
     old_medoid: u32,
     metric: crate::data::Metric,
+    /// The kept rows' labels then the inserted rows', when the generation
+    /// keeps labels (issue #56), and their names.
+    labels: Option<crate::labels::LabelSets>,
+    label_names: Vec<String>,
+}
+
+impl NewSet {
+    fn label_input(&self) -> Option<crate::labels::LabelInput<'_>> {
+        self.labels.as_ref().map(|sets| crate::labels::LabelInput {
+            sets,
+            names: (!self.label_names.is_empty()).then_some(self.label_names.as_slice()),
+        })
+    }
 }
 
 /// Writes the merged generation into `staging` and publishes it.
@@ -155,6 +168,7 @@ pub(crate) fn merge_into(
         space,
         elems,
         ids: Some(&set.ids),
+        labels: set.label_input(),
         dim: m.dim,
         n,
         dtype: m.dtype,
@@ -212,6 +226,7 @@ fn merge_clusters(
         data_dtype: m.dtype,
         dim: m.dim,
         ids: Some(&set.ids),
+        labels: set.label_input(),
         given: crate::index::build_ivf::Given {
             centroids: Some(centroids),
             codebook,
@@ -241,6 +256,8 @@ fn read_set(input: &MergeInput, dir: &Path, progress: &dyn Progress) -> Result<N
         kept: 0,
         old_medoid: base.manifest.medoid,
         metric: base.metric(),
+        labels: None,
+        label_names: base.labels().map_or_else(Vec::new, |l| l.names().to_vec()),
     };
     let mut buf = vec![0u8; layout.max_span_bytes()];
     let mut vbuf = vec![0u8; layout.max_span_bytes()];
@@ -276,6 +293,13 @@ fn read_set(input: &MergeInput, dir: &Path, progress: &dyn Progress) -> Result<N
             progress.set(row as u64);
         }
     }
+    // Inserted vectors carry no labels yet: each gets an empty set.
+    set.labels = base.labels().map(|l| {
+        let kept = (0..n_old).filter(|&r| set.new_of_old[r] != u32::MAX);
+        let mut sets = l.to_sets().select(kept);
+        live_delta.iter().for_each(|_| sets.push(&[]));
+        sets
+    });
     for &r in &live_delta {
         let v = input.delta.vector(r);
         set.data.extend_from_slice(v);

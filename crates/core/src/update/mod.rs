@@ -3,8 +3,11 @@
 //! process at a time the writer (`lock.rs`), the in-memory delta graph
 //! inserts go to until a merge (`delta.rs`), the generation's deleted rows
 //! (`tombstones.rs`), the index that puts them together (`live.rs`), and
-//! the merge that writes them into the next generation (`merge.rs`).
+//! the merge that writes them into the next generation (`merge.rs`), and
+//! the batch ids a generation carries over from the one it replaced
+//! (`batches.rs`).
 
+pub mod batches;
 pub mod crc32c;
 pub mod delta;
 pub mod live;

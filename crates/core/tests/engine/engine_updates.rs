@@ -149,6 +149,25 @@ fn bad_batches_are_refused_with_what_was_wrong_and_log_nothing() {
     assert!(!first.repeated && retry.repeated);
     assert_eq!((retry.seq, retry.count), (first.seq, 2));
     assert_eq!(index.len(), 501);
+    // ... and still once after a merge emptied the log, by this handle
+    // and by a reopen of the merged generation (`batches.json`).
+    let gone = index.remove(&[5, 6], 43).unwrap();
+    index.merge(1, &stratavec::progress::Silent).unwrap();
+    let retried = |h: &LiveIndex, what: &str| {
+        let again = h.add(&v, Some(&[8000, 8001]), 42).unwrap();
+        assert!(again.repeated, "{what}: {again:?}");
+        assert_eq!(
+            (again.seq, again.count, again.first_id),
+            (first.seq, 2, 8000),
+            "{what}"
+        );
+        let again = h.remove(&[5, 6], 43).unwrap();
+        assert_eq!((again.repeated, again.count), (true, gone.count), "{what}");
+        assert_eq!(h.len(), 499, "{what}");
+    };
+    retried(&index, "the merging handle");
+    drop(index); // the writer lock with it
+    retried(&live_open(&dir), "a reopen");
 }
 
 #[test]

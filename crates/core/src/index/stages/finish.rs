@@ -13,6 +13,7 @@ use crate::index::interrupt::unless_cancelled;
 use crate::index::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
 use crate::plan::CodesPart;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 pub(super) fn write_ids(b: &mut Build) -> Result<()> {
@@ -20,6 +21,19 @@ pub(super) fn write_ids(b: &mut Build) -> Result<()> {
         Some(list) => b.write_file(IDS_FILE, |w| ids::write(w, list)),
         None => Ok(()),
     }
+}
+
+/// `labels.bin` and, with names, `label_names.tsv` (`labels::store`).
+pub(super) fn write_labels(b: &mut Build) -> Result<()> {
+    use crate::labels::store;
+    let Some(l) = b.labels else { return Ok(()) };
+    let bytes = store::encode(l.sets, l.n_labels());
+    b.write_file(store::LABELS_FILE, |w| w.write_all(&bytes))?;
+    if let Some(names) = l.names {
+        let text = store::names_tsv(names, l.sets);
+        b.write_file(store::LABEL_NAMES_FILE, |w| w.write_all(text.as_bytes()))?;
+    }
+    Ok(())
 }
 
 /// Checksums every file, writes the manifest and the report, and commits.

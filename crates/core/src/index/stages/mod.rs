@@ -43,6 +43,8 @@ pub(crate) struct Build<'a> {
     /// The vectors as given (u8 and i8 records keep their own bytes).
     pub elems: Elems<'a>,
     pub ids: Option<&'a [i64]>,
+    /// Labels to keep beside the vectors (issue #56).
+    pub labels: Option<crate::labels::LabelInput<'a>>,
     pub dim: usize,
     pub n: usize,
     /// What the records hold.
@@ -150,7 +152,9 @@ pub(crate) fn run(mut b: Build<'_>, pq_unset: bool, t_all: Instant) -> Result<Bu
     codes::write_records(&mut b, &codes)?;
     let entries = entry::write_clusters(&mut b)?;
     let nav = entry::write_nav(&mut b, &graph, &codes)?;
-    b.plan = b.plan.clone().as_built(nav.kept).with_ids(b.ids.is_some());
+    b.plan = (b.plan.clone().as_built(nav.kept))
+        .with_ids(b.ids.is_some())
+        .with_labels(b.labels.is_some());
     let ranks = caches::Ranks {
         graph: &graph,
         nav: nav.graph.as_ref(),
@@ -161,6 +165,7 @@ pub(crate) fn run(mut b: Build<'_>, pq_unset: bool, t_all: Instant) -> Result<Bu
     caches::write_node_order(&mut b, &ranks)?;
     caches::write_graph_cache(&mut b, &ranks)?;
     finish::write_ids(&mut b)?;
+    finish::write_labels(&mut b)?;
     codes::write_pq(&mut b, &codes)?;
     b.progress.finish();
     let nested = b.nested - before;

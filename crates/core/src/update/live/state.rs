@@ -18,7 +18,8 @@ pub(super) struct State {
     pub(super) next_id: i64,
     /// The last log record applied.
     pub(super) seq: u64,
-    /// Batch ids applied (since the generation), with their results.
+    /// Batch ids applied (since the generation, and the newest the
+    /// generation carried over), with their results.
     pub(super) batches: HashMap<u64, Applied>,
 }
 
@@ -26,13 +27,15 @@ impl State {
     /// The state of `base` with its log (in `dir`) replayed, and the log's
     /// offset past its last record.
     pub(super) fn replayed(base: Index, dir: &Path) -> Result<(State, u64)> {
-        let mut state = State::new(base);
+        let mut state = State::new(base, crate::update::batches::read(dir)?);
         let scan = wal::read(&dir.join(WAL_FILE), state.base.dim())?;
         state.replay(&scan.records, dir)?;
         Ok((state, scan.end))
     }
 
-    pub(super) fn new(base: Index) -> State {
+    /// The state of `base` before its log: `batches` are those the
+    /// generation carries over (`batches.rs`).
+    pub(super) fn new(base: Index, batches: HashMap<u64, Applied>) -> State {
         let n = base.len();
         let base_rows = base.ids().map(|map| {
             (0..n as u32)
@@ -50,7 +53,7 @@ impl State {
             delta_rows: HashMap::new(),
             next_id,
             seq: base.manifest.update_seq,
-            batches: HashMap::new(),
+            batches,
             base,
         }
     }

@@ -1,0 +1,45 @@
+"""benchmarks/tables/filtered.py against hand-made rows: QPS at R@10 0.95
+per way and band (median and range over rounds), the best recall of a way
+that never gets there, the mix auto chose, and the issue's targets: auto
+against the best forced way, and in the selective bands against post."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tables import filtered as T  # noqa: E402
+
+
+def point(band, way, rnd, L, recall, qps, reads=10.0, mix=None):
+    return {"kind": "point", "system": "stratavec-diskann", "band": band, "way": way, "round": rnd, "L": L,
+            "recall_at_10": recall, "qps": qps, "reads_per_query": reads, "selectivity": [0.4, 0.1, 0.01, 0.001][band],
+            "mix": mix or {"pre": 0, "in_search": 0, "post": 0}}
+
+
+def rows():
+    run = {"kind": "run", "dataset": "wordnet-minilm", "n": 116707, "nq": 1000, "threads": 2,
+           "memory_budget_bytes": 35.9e6, "rounds": 2, "bands": [{}, {}, {}, {}], "command": "stratavec bench-filtered"}
+    out = [run]
+    for rnd in range(2):
+        # Band 0: post is best; auto chose post (1.0x).
+        out += [point(0, "auto", rnd, 40, 0.96, 1000 + rnd, mix={"post": 1.0}),
+                point(0, "post", rnd, 40, 0.96, 1000 + rnd), point(0, "pre", rnd, 40, 0.99, 200),
+                point(0, "in-search", rnd, 40, 0.97, 800)]
+        # Band 3: pre is best; post never gets there; auto 0.9x pre (missed).
+        out += [point(3, "auto", rnd, 40, 0.97, 900, mix={"pre": 1.0}), point(3, "pre", rnd, 40, 0.97, 1000),
+                point(3, "post", rnd, 40, 0.31, 3000), point(3, "in-search", rnd, 40, 0.95, 100)]
+    return out
+
+
+def test_cells_and_targets(tmp_path):
+    (tmp_path / T.ROWS).write_text("\n".join(json.dumps(r) for r in rows()) + "\n")
+    text = T.render(str(tmp_path))
+    assert "| diskann | 0 | 40.00% | 1,000 (1,000–1,001), 10.0 reads | 200, 10.0 reads |" in text, text
+    assert "| post 100% | 1.00× (post) | 1.0× | all |" in text, text
+    assert "| diskann | 3 | 0.10% | 900, 10.0 reads | 1,000, 10.0 reads | 100, 10.0 reads |" in text, text
+    assert "max R@10 0.310 | pre 100% | 0.90× (pre) | — | missed: auto 0.90x pre |" in text, text
+
+
+def test_a_missing_file_names_the_run_that_makes_it(tmp_path):
+    assert "bench.py run benchmarks/scenarios/filtered.toml" in T.render(str(tmp_path))

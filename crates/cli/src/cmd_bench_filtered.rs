@@ -1,0 +1,215 @@
+//! `stratavec bench-filtered`: filtered search measured (issue #56). Each
+//! profile is built once with the data set's labels (`base.labels.spmat`,
+//! names from `labels.tsv`) and opened at the memory budget; the filtered
+//! queries (`query.filters.spmat`, their bands from `query.filters.tsv`)
+//! are searched band by band, each way forced and `auto`, over the list
+//! sizes, in interleaved rounds, against `gt.filtered.ibin`. One JSON row
+//! a point (`bench::filtered`); `benchmarks/tables/filtered.py` makes the
+//! table.
+
+use crate::bench::filtered::{self, BandSet};
+use crate::bench::variants;
+use crate::cmd_bench::Rows;
+use anyhow::{Context, Result};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use stratavec::args::{Given, Params};
+use stratavec::data::{GroundTruth, Metric};
+use stratavec::index::filtered::FilterWay;
+use stratavec::labels::{spmat, store, LabelInput};
+use stratavec::{Index, OpenOptions};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Data set directory: base.fbin, query.fbin, base.labels.spmat,
+    /// labels.tsv, query.filters.spmat, query.filters.tsv, gt.filtered.ibin
+    /// (`scripts/datasets/make.py` makes them).
+    #[arg(long)]
+    data: PathBuf,
+    /// Where the labelled indexes are built (reused when complete).
+    #[arg(long, default_value = ".cache/bench-filtered")]
+    work: PathBuf,
+    /// JSON lines output (overwritten).
+    #[arg(long, default_value = "benchmarks/results/filtered.jsonl")]
+    out: PathBuf,
+    /// Profiles (or other `bench --profiles` variants) to run.
+    #[arg(long, value_delimiter = ',', default_values_t = ["diskann", "gorgeous"].map(String::from))]
+    profiles: Vec<String>,
+    /// The ways to time: each forced on every query, and auto.
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [FilterWay::Auto, FilterWay::Pre, FilterWay::InSearch, FilterWay::Post])]
+    ways: Vec<FilterWay>,
+    /// List sizes of the sweep.
+    #[arg(short = 'L', long, value_delimiter = ',', default_values_t = [10, 16, 25, 40, 64, 100, 160])]
+    sweep: Vec<usize>,
+    /// Neighbours a query asks for.
+    #[arg(short = 'k', default_value_t = 10)]
+    k: usize,
+    /// Threads of every build and search.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Memory budget as a fraction of the raw vector bytes.
+    #[arg(long, default_value_t = 0.2)]
+    memory_fraction: f64,
+    /// Interleaved rounds: each round times every band, way and L once.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// A timed point repeats its queries until it has run this long.
+    #[arg(long, default_value_t = 0.5)]
+    min_pass_seconds: f64,
+    /// Build again even when a complete index is there.
+    #[arg(long)]
+    rebuild: bool,
+    /// Distance of the builds (as `bench --metric`).
+    #[arg(long, default_value = "l2")]
+    metric: Metric,
+    /// Graph degree R of the builds.
+    #[arg(long, short = 'R', default_value_t = 64)]
+    graph_degree: usize,
+    /// Build list size L of the graph builds.
+    #[arg(long, default_value_t = 128)]
+    complexity: usize,
+    /// PQ bytes of the builds whose profile does not plan them.
+    #[arg(long, default_value_t = 48)]
+    pq_bytes: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let d = &a.data;
+    let base = stratavec::data::open(d.join("base.fbin"))?;
+    let (n, dim) = (base.n(), base.dim());
+    drop(base);
+    let qfile = stratavec::data::open(d.join("query.fbin"))?;
+    qfile.check_dim(dim, "queries")?;
+    let queries = qfile.to_f32_vec();
+    let nq = qfile.n();
+    let labels = spmat::read(&d.join("base.labels.spmat"))?;
+    let names = read_names(&d.join("labels.tsv"))?;
+    let filters = spmat::read(&d.join("query.filters.spmat"))?;
+    let gt = GroundTruth::read(d.join("gt.filtered.ibin"))?;
+    let bands = filtered::bands(&d.join("query.filters.tsv"), nq)?;
+    let name = d
+        .file_name()
+        .map_or("data".into(), |s| s.to_string_lossy().into_owned());
+    let budget = (n as f64 * dim as f64 * 4.0 * a.memory_fraction) as u64;
+    let mut rows = Rows::create(&a.out)?;
+    rows.emit(vec![json!({
+        "kind": "run", "dataset": name, "n": n, "d": dim, "nq": nq, "k": a.k,
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "threads": a.threads, "memory_budget_bytes": budget, "memory_fraction": a.memory_fraction,
+        "rounds": a.rounds, "bands": bands.iter().map(|b| json!({"band": b.band, "queries": b.members.len()})).collect::<Vec<_>>(),
+        "loadavg": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+    })])?;
+    let input = LabelInput {
+        sets: &labels,
+        names: names.as_deref(),
+    };
+    for profile in &a.profiles {
+        let variant = variants::find(profile)?;
+        let params = variant.build_params(&run_build(&a, budget))?;
+        let dir = a.work.join(format!("{name}-{}", variant.name));
+        let built = build_or_reuse(&d.join("base.fbin"), &dir, &params, input, &a)?;
+        let system = format!("stratavec-{}", variant.name);
+        let mut build_row = built;
+        build_row["system"] = system.clone().into();
+        rows.emit(vec![build_row])?;
+        let opts = OpenOptions {
+            memory_budget_bytes: Some(budget),
+            reserve_threads: a.threads,
+            ..Default::default()
+        };
+        let index = Index::open(&dir, &opts)?;
+        let search =
+            Given::from_keywords(Params::Search, &variant.search_keywords(&run_search(&a)))?;
+        let warm = search.search_params(|s| index.search_defaults(s))?;
+        let sets = bands
+            .iter()
+            .map(|b| BandSet::new(b, &queries, dim, &filters, &gt, &index))
+            .collect::<Result<Vec<_>>>()?;
+        for round in 0..a.rounds {
+            for set in &sets {
+                for &way in &a.ways {
+                    for &l in &a.sweep {
+                        let p = stratavec::SearchParams {
+                            complexity: l.max(a.k),
+                            ..warm.clone()
+                        };
+                        let mut row = filtered::point(&index, set, &p, way, a.min_pass_seconds)?;
+                        row["system"] = system.clone().into();
+                        row["round"] = round.into();
+                        eprintln!(
+                            "  {system} round {round} band {} {way:?} L {l}: recall {:.4}, {:.0} QPS, {:.1} reads",
+                            set.band,
+                            row["recall"].as_f64().unwrap_or(0.0),
+                            row["qps"].as_f64().unwrap_or(0.0),
+                            row["reads_per_query"].as_f64().unwrap_or(0.0)
+                        );
+                        rows.emit(vec![row])?;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("bench-filtered: rows written to {}", a.out.display());
+    Ok(())
+}
+
+fn read_names(path: &Path) -> Result<Option<Vec<String>>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(store::parse_names(&text, path)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("read {}", path.display())),
+    }
+}
+
+/// The labelled index at `dir`, built unless a complete one with these
+/// parameters and labels is there; its build row.
+fn build_or_reuse(
+    base: &Path,
+    dir: &Path,
+    params: &stratavec::BuildParams,
+    labels: LabelInput,
+    a: &Args,
+) -> Result<serde_json::Value> {
+    if !a.rebuild {
+        if let Ok(m) = stratavec::index::Manifest::read(dir) {
+            let labelled = m.plan.as_ref().is_some_and(|p| p.labels);
+            let same = m.build.profile == params.profile && m.n == labels.sets.len();
+            if labelled && same && m.build_revision == stratavec::index::BUILD_REVISION {
+                let report = dir.join(stratavec::index::build::BUILD_REPORT);
+                let text = std::fs::read_to_string(&report).unwrap_or_else(|_| "{}".into());
+                let mut v: serde_json::Value = serde_json::from_str(&text)?;
+                v["kind"] = "build".into();
+                v["reused"] = true.into();
+                return Ok(v);
+            }
+        }
+    }
+    let t = Instant::now();
+    let columns = stratavec::data::TableColumns::default();
+    let progress = stratavec::progress::Silent;
+    let r = stratavec::build_from_input(
+        base,
+        &columns,
+        Some(labels),
+        dir,
+        params,
+        a.threads,
+        &progress,
+    )?;
+    let mut v = serde_json::to_value(&r)?;
+    v["kind"] = "build".into();
+    v["seconds"] = t.elapsed().as_secs_f64().into();
+    Ok(v)
+}
+
+fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
+    variants::graph_build(a.metric, a.graph_degree, a.complexity, a.pq_bytes, budget)
+}
+
+fn run_search(a: &Args) -> Vec<(String, String)> {
+    vec![
+        ("k".to_string(), a.k.to_string()),
+        ("threads".into(), a.threads.to_string()),
+    ]
+}

@@ -1,0 +1,390 @@
+//! Filtered search (issue #56): each query comes with the rows its filter
+//! matches (a bitmap, `labels::Expr::rows`), and goes one of three ways,
+//! chosen per query from the filter's selectivity and a cost model:
+//!
+//! - **pre-filter** (`search::prefilter`): rank the matches on their codes
+//!   in RAM and read the best few exactly. Its cost grows with the
+//!   matches, not the index: the way for selective filters.
+//! - **in-search** ("in-graph"): the index's own search with its list
+//!   grown by 1/selectivity (at most [`GROWTH_CAP`]×, as DiskANN Rust's
+//!   2026 filtered search raises its list adaptively up to 16×), every
+//!   exact distance it made a candidate and only matches admitted into
+//!   the result (`search::batch`'s `allowed`). A cluster index probes more
+//!   clusters and filters inside them.
+//! - **post-filter**: the unfiltered search at the caller's list size,
+//!   asked for k / selectivity results, those that do not match dropped
+//!   (every row it scored a candidate, as in-search): for broad filters,
+//!   where the other two only add work.
+//!
+//! A filter that matches nothing answers at once (no read); one that
+//! matches every row is the unfiltered search, whose answers it gives
+//! exactly. Each query's statistics say which way it went.
+
+use super::open::Index;
+use crate::error::{Error, Result};
+use crate::search::batch::BatchResult;
+use crate::search::prefilter::PreFilter;
+use crate::search::{QueryStats, SearchParams};
+use roaring::RoaringBitmap;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A query's allowed rows; `None`: no filter.
+pub type Allowed = Option<Arc<RoaringBitmap>>;
+
+/// Most a filtered search grows its list (DiskANN Rust's cap).
+pub const GROWTH_CAP: usize = 16;
+
+/// Selectivity from which the post-filter is chosen over growing the list
+/// (half the rows match: the caller's list already holds ~L/2 matches).
+pub const POST_FROM: f64 = 0.5;
+
+/// Which way filtered queries go: `auto` chooses per query; the others
+/// force one way on every filtered query (to compare them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilterWay {
+    #[default]
+    Auto,
+    Pre,
+    #[value(name = "in-search")]
+    #[serde(rename = "in-search")]
+    InSearch,
+    Post,
+}
+
+/// What a query's ways cost, in nanoseconds of one search thread: the
+/// cut-overs between them.
+#[derive(Clone, Copy, Debug)]
+pub struct FilterCosts {
+    /// A read of one record or vector, as the query sees it (a 4 KiB
+    /// random read: ~100k/s from this machine's NVMe shared by 2 threads
+    /// at depth, REFERENCE.md's device table).
+    pub read_ns: f64,
+    /// One estimate from the codes in RAM (a PQ table lookup a sub-space).
+    pub estimate_ns: f64,
+    /// Neighbours estimated each node read (the graph's mean degree).
+    pub degree: f64,
+    /// Codes of every vector in RAM: a pre-filter ranks its matches by
+    /// them, and reads only the best; without, it reads every match.
+    pub ranks: bool,
+    /// A graph layout (a cluster index cannot pre-filter: its rows have no
+    /// place of their own to read).
+    pub graph: bool,
+}
+
+impl FilterCosts {
+    /// The defaults for `index`: its graph's mean degree, a 48-byte PQ
+    /// estimate's cost scaled by its code bytes.
+    pub fn of(index: &Index) -> FilterCosts {
+        let m = &index.manifest;
+        FilterCosts {
+            read_ns: 20_000.0,
+            estimate_ns: 10.0 + 0.4 * m.build.pq_bytes as f64,
+            degree: m.graph_mean_degree.max(1.0),
+            ranks: index.plan.codes.in_ram(),
+            graph: index.plan.graph(),
+        }
+    }
+}
+
+/// How one query is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// Its filter matches no row: empty, no read.
+    Empty,
+    /// Its filter matches every row, or it has none: the plain search.
+    Plain,
+    Pre {
+        rerank: usize,
+    },
+    InSearch {
+        complexity: usize,
+    },
+    Post {
+        k: usize,
+    },
+}
+
+/// A query's way for `matches` of `n` rows at the caller's `k` and list
+/// size `l`.
+pub fn plan_query(
+    matches: u64,
+    n: usize,
+    k: usize,
+    l: usize,
+    force: FilterWay,
+    costs: &FilterCosts,
+) -> Way {
+    let (ranks, graph) = (costs.ranks, costs.graph);
+    let l = l.max(k);
+    if matches == 0 {
+        return Way::Empty;
+    }
+    if matches as usize >= n {
+        return Way::Plain;
+    }
+    let s = matches as f64 / n as f64;
+    let rerank = match ranks {
+        true => l.min(matches as usize),
+        false => matches as usize,
+    };
+    let grown = ((l as f64 / s).ceil() as usize).clamp(l, GROWTH_CAP * l);
+    let post_k = ((1.5 * k as f64 / s).ceil() as usize)
+        .clamp(k, GROWTH_CAP * l)
+        .min(n);
+    let pre = Way::Pre { rerank };
+    let in_search = Way::InSearch {
+        complexity: bucket(grown, l),
+    };
+    let post = Way::Post { k: post_k };
+    match force {
+        FilterWay::Pre if graph => pre,
+        FilterWay::Pre | FilterWay::InSearch => in_search,
+        FilterWay::Post => post,
+        FilterWay::Auto => {
+            let per_node = costs.read_ns + costs.degree * costs.estimate_ns;
+            let pre_cost = rerank as f64 * costs.read_ns
+                + if ranks {
+                    matches as f64 * costs.estimate_ns
+                } else {
+                    0.0
+                };
+            let search_cost = grown as f64 * per_node;
+            if graph && pre_cost <= search_cost {
+                pre
+            } else if s >= POST_FROM {
+                post
+            } else {
+                in_search
+            }
+        }
+    }
+}
+
+/// `want` rounded up to `l` times a power of two, so the grown lists of a
+/// batch fall in a few sub-batches (at most 5: 1, 2, 4, 8, 16 × l).
+fn bucket(want: usize, l: usize) -> usize {
+    let mut b = l;
+    while b < want {
+        b *= 2;
+    }
+    b.min(GROWTH_CAP * l)
+}
+
+impl Index {
+    /// Searches `queries` (row-major, `dim` wide), query i returning only
+    /// rows of `filters[i]` (`None`: any row), each filtered query by the
+    /// way `way` asks (`auto`: per query, see the module). Results as
+    /// [`Index::search_batch`]'s: rows, padded where fewer match.
+    pub fn search_filtered(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        filters: &[Allowed],
+        way: FilterWay,
+    ) -> Result<BatchResult> {
+        if dim != self.dim() {
+            return Err(Error::argument(
+                "query dimension",
+                format!("{} (the index dimension)", self.dim()),
+                dim,
+            ));
+        }
+        // Every check a search makes, before any query is planned (a batch
+        // whose filters all match nothing still gets its queries checked).
+        let (nq, _) = self.check_queries(queries, params)?;
+        if filters.len() != nq {
+            return Err(Error::argument(
+                "filters",
+                format!("one a query ({nq}), or none"),
+                filters.len(),
+            ));
+        }
+        if params.radius.is_some() && filters.iter().any(Option::is_some) {
+            return Err(Error::argument(
+                "filter",
+                "a k-nearest search (a range search takes no filter yet)",
+                "a radius",
+            ));
+        }
+        let costs = FilterCosts::of(self);
+        let ways: Vec<Way> = filters
+            .iter()
+            .map(|f| match f {
+                None => Way::Plain,
+                Some(rows) => {
+                    let m = rows.range_cardinality(0..self.len() as u32);
+                    let (k, l) = (params.k, params.complexity);
+                    plan_query(m, self.len(), k, l, way, &costs)
+                }
+            })
+            .collect();
+        let mut out = empty_result(nq, params.k);
+        let mut groups: Vec<(Way, Vec<usize>)> = Vec::new();
+        for (qi, w) in ways.iter().enumerate() {
+            match groups.iter_mut().find(|g| g.0 == *w) {
+                Some(g) => g.1.push(qi),
+                None => groups.push((*w, vec![qi])),
+            }
+        }
+        let req = Request {
+            queries,
+            dim,
+            params,
+            filters,
+        };
+        for (w, members) in groups {
+            self.run_group(&req, w, &members, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Runs the queries `members` of one way as a sub-batch and puts their
+    /// answers in `out`.
+    fn run_group(
+        &self,
+        req: &Request,
+        w: Way,
+        members: &[usize],
+        out: &mut BatchResult,
+    ) -> Result<()> {
+        let Request {
+            queries,
+            dim,
+            params,
+            filters,
+        } = *req;
+        let k = params.k;
+        let mut stats = QueryStats::default();
+        if w == Way::Empty {
+            for &qi in members {
+                out.stats[qi] = stats;
+            }
+            return Ok(());
+        }
+        let sub: Vec<f32> = members
+            .iter()
+            .flat_map(|&qi| queries[qi * dim..(qi + 1) * dim].iter().copied())
+            .collect();
+        let allowed: Vec<Allowed> = members.iter().map(|&qi| filters[qi].clone()).collect();
+        let mut p = params.clone();
+        let (admit, pre) = match w {
+            Way::Empty | Way::Plain => (None, None),
+            Way::Pre { rerank } => {
+                stats.filter_pre = 1;
+                let ranks = self.plan.codes.in_ram();
+                (Some(allowed.as_slice()), Some(PreFilter { rerank, ranks }))
+            }
+            Way::InSearch { complexity } => {
+                stats.filter_graph = 1;
+                p.complexity = complexity;
+                (Some(allowed.as_slice()), None)
+            }
+            // Every row the wider search scored is a candidate, not only its
+            // top k': a post-filter at least as good as filtering the
+            // unfiltered top k' (which some strategies fill with fewer
+            // than k' exact distances), so the comparison is fair to it.
+            Way::Post { k: wide } => {
+                stats.filter_post = 1;
+                p.k = wide;
+                p.complexity = p.complexity.max(wide);
+                (Some(allowed.as_slice()), None)
+            }
+        };
+        let r = self.search_batch_with(&sub, dim, &p, admit, pre)?;
+        for (j, &qi) in members.iter().enumerate() {
+            let rows = &r.ids[j * r.k..(j + 1) * r.k];
+            let dists = &r.dists[j * r.k..(j + 1) * r.k];
+            let kept = rows
+                .iter()
+                .zip(dists)
+                .filter(|(&row, _)| row != u32::MAX)
+                .take(k);
+            for (slot, (&row, &d)) in kept.enumerate() {
+                out.ids[qi * k + slot] = row;
+                out.dists[qi * k + slot] = d;
+            }
+            let mut st = r.stats[j];
+            st.filter_pre = stats.filter_pre;
+            st.filter_graph = stats.filter_graph;
+            st.filter_post = stats.filter_post;
+            st.filter_matches = allowed[j]
+                .as_ref()
+                .map_or(0, |a| a.range_cardinality(0..self.len() as u32));
+            out.stats[qi] = st;
+            out.errors[qi] = r.errors[j].clone();
+        }
+        out.wall_s += r.wall_s;
+        out.io_wait_s += r.io_wait_s;
+        out.proc_read_bytes = match (out.proc_read_bytes, r.proc_read_bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        out.io_backend = r.io_backend;
+        Ok(())
+    }
+}
+
+/// A filtered batch as the caller gave it.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    queries: &'a [f32],
+    dim: usize,
+    params: &'a SearchParams,
+    filters: &'a [Allowed],
+}
+
+fn empty_result(nq: usize, k: usize) -> BatchResult {
+    BatchResult {
+        k,
+        ids: vec![u32::MAX; nq * k],
+        dists: vec![f32::INFINITY; nq * k],
+        stats: vec![QueryStats::default(); nq],
+        errors: vec![None; nq],
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs(ranks: bool, graph: bool) -> FilterCosts {
+        FilterCosts {
+            read_ns: 20_000.0,
+            estimate_ns: 30.0,
+            degree: 48.0,
+            ranks,
+            graph,
+        }
+    }
+
+    #[test]
+    fn the_way_follows_the_selectivity() {
+        let plan = |m: u64, f| plan_query(m, 100_000, 10, 40, f, &costs(true, true));
+        assert_eq!(plan(0, FilterWay::Auto), Way::Empty);
+        assert_eq!(plan(100_000, FilterWay::Auto), Way::Plain);
+        assert_eq!(plan(150, FilterWay::Auto), Way::Pre { rerank: 40 });
+        assert_eq!(plan(30, FilterWay::Auto), Way::Pre { rerank: 30 });
+        assert_eq!(plan(60_000, FilterWay::Auto), Way::Post { k: 25 });
+        // Forced: the grown list in its bucket, never past the cap.
+        assert_eq!(
+            plan(20_000, FilterWay::InSearch),
+            Way::InSearch { complexity: 320 }
+        );
+        assert_eq!(
+            plan(10, FilterWay::InSearch),
+            Way::InSearch { complexity: 640 }
+        );
+        assert_eq!(plan(10, FilterWay::Post), Way::Post { k: 640 });
+        // A cluster index cannot pre-filter.
+        let ivf = plan_query(10, 100_000, 10, 40, FilterWay::Pre, &costs(true, false));
+        assert_eq!(ivf, Way::InSearch { complexity: 640 });
+        // Without codes in RAM every match is read: only few go there.
+        let no_codes = |m| plan_query(m, 100_000, 10, 40, FilterWay::Auto, &costs(false, true));
+        assert_eq!(no_codes(100), Way::Pre { rerank: 100 });
+        assert!(matches!(no_codes(20_000), Way::InSearch { .. }));
+    }
+}
