@@ -20,6 +20,7 @@
 //! matches every row is the unfiltered search, whose answers it gives
 //! exactly. Each query's statistics say which way it went.
 
+pub use super::filter_costs::FilterCosts;
 use super::open::Index;
 use crate::error::{Error, Result};
 use crate::search::batch::BatchResult;
@@ -51,41 +52,6 @@ pub enum FilterWay {
     #[serde(rename = "in-search")]
     InSearch,
     Post,
-}
-
-/// What a query's ways cost, in nanoseconds of one search thread: the
-/// cut-overs between them.
-#[derive(Clone, Copy, Debug)]
-pub struct FilterCosts {
-    /// A read of one record or vector, as the query sees it (a 4 KiB
-    /// random read: ~100k/s from this machine's NVMe shared by 2 threads
-    /// at depth, REFERENCE.md's device table).
-    pub read_ns: f64,
-    /// One estimate from the codes in RAM (a PQ table lookup a sub-space).
-    pub estimate_ns: f64,
-    /// Neighbours estimated each node read (the graph's mean degree).
-    pub degree: f64,
-    /// Codes of every vector in RAM: a pre-filter ranks its matches by
-    /// them, and reads only the best; without, it reads every match.
-    pub ranks: bool,
-    /// A graph layout (a cluster index cannot pre-filter: its rows have no
-    /// place of their own to read).
-    pub graph: bool,
-}
-
-impl FilterCosts {
-    /// The defaults for `index`: its graph's mean degree, a 48-byte PQ
-    /// estimate's cost scaled by its code bytes.
-    pub fn of(index: &Index) -> FilterCosts {
-        let m = &index.manifest;
-        FilterCosts {
-            read_ns: 20_000.0,
-            estimate_ns: 10.0 + 0.4 * m.build.pq_bytes as f64,
-            degree: m.graph_mean_degree.max(1.0),
-            ranks: index.plan.codes.in_ram(),
-            graph: index.plan.graph(),
-        }
-    }
 }
 
 /// How one query is searched.
@@ -143,15 +109,8 @@ pub fn plan_query(
         FilterWay::Pre | FilterWay::InSearch => in_search,
         FilterWay::Post => post,
         FilterWay::Auto => {
-            let per_node = costs.read_ns + costs.degree * costs.estimate_ns;
-            let pre_cost = rerank as f64 * costs.read_ns
-                + if ranks {
-                    matches as f64 * costs.estimate_ns
-                } else {
-                    0.0
-                };
-            let search_cost = grown as f64 * per_node;
-            if graph && pre_cost <= search_cost {
+            let in_search_cost = costs.in_search(bucket(grown, l));
+            if graph && costs.pre(matches, rerank) <= in_search_cost {
                 pre
             } else if s >= POST_FROM {
                 post
@@ -209,7 +168,9 @@ impl Index {
                 "a radius",
             ));
         }
-        let costs = FilterCosts::of(self);
+        // The first filtered query times the estimate the model charges.
+        let first = filters.iter().position(Option::is_some);
+        let costs = first.map(|qi| FilterCosts::of(self, &queries[qi * dim..(qi + 1) * dim]));
         let ways: Vec<Way> = filters
             .iter()
             .map(|f| match f {
@@ -217,7 +178,8 @@ impl Index {
                 Some(rows) => {
                     let m = rows.range_cardinality(0..self.len() as u32);
                     let (k, l) = (params.k, params.complexity);
-                    plan_query(m, self.len(), k, l, way, &costs)
+                    let costs = costs.as_ref().expect("a filtered query times the costs");
+                    plan_query(m, self.len(), k, l, way, costs)
                 }
             })
             .collect();
@@ -293,7 +255,11 @@ impl Index {
                 (Some(allowed.as_slice()), None)
             }
         };
+        let graph_search = pre.is_none();
         let r = self.search_batch_with(&sub, dim, &p, admit, pre)?;
+        if graph_search {
+            self.calibration.record(&r.stats);
+        }
         for (j, &qi) in members.iter().enumerate() {
             let rows = &r.ids[j * r.k..(j + 1) * r.k];
             let dists = &r.dists[j * r.k..(j + 1) * r.k];
@@ -355,6 +321,7 @@ mod tests {
         FilterCosts {
             read_ns: 20_000.0,
             estimate_ns: 30.0,
+            reads_per_hop: 1.0,
             degree: 48.0,
             ranks,
             graph,
@@ -368,7 +335,28 @@ mod tests {
         assert_eq!(plan(100_000, FilterWay::Auto), Way::Plain);
         assert_eq!(plan(150, FilterWay::Auto), Way::Pre { rerank: 40 });
         assert_eq!(plan(30, FilterWay::Auto), Way::Pre { rerank: 30 });
-        assert_eq!(plan(60_000, FilterWay::Auto), Way::Post { k: 25 });
+        // Broad filters: ranking 60% of 100k rows on their codes still
+        // costs less than the graph search at the recall it gives; over
+        // 10M rows it does not, and the post-filter takes them.
+        assert_eq!(plan(60_000, FilterWay::Auto), Way::Pre { rerank: 40 });
+        let big = plan_query(
+            6_000_000,
+            10_000_000,
+            10,
+            40,
+            FilterWay::Auto,
+            &costs(true, true),
+        );
+        assert_eq!(big, Way::Post { k: 25 });
+        let mid = plan_query(
+            2_000_000,
+            10_000_000,
+            10,
+            40,
+            FilterWay::Auto,
+            &costs(true, true),
+        );
+        assert_eq!(mid, Way::InSearch { complexity: 320 });
         // Forced: the grown list in its bucket, never past the cap.
         assert_eq!(
             plan(20_000, FilterWay::InSearch),

@@ -4,6 +4,7 @@ pub mod build_checks;
 pub mod build_ivf;
 pub mod cache_load;
 pub mod commit;
+pub mod filter_costs;
 pub mod filtered;
 pub mod fit;
 pub mod graph_file;

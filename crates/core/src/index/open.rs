@@ -137,6 +137,8 @@ pub struct Index {
     /// Readers (rings and their registered buffers) kept between batches, so
     /// a batch does not pay for ring set-up and probe reads.
     readers: Mutex<Vec<Box<dyn BlockReader>>>,
+    /// What filtered searches' cost model measured of this index.
+    pub(crate) calibration: super::filter_costs::Calibration,
 }
 
 impl Index {
@@ -247,6 +249,7 @@ impl Index {
             io_name: Mutex::new(io_name),
             buffer_bytes: buffers,
             readers: Mutex::new(Vec::new()),
+            calibration: Default::default(),
         })
     }
 
@@ -343,6 +346,11 @@ impl Index {
     /// Adjacency lists the graph cache holds (Gorgeous §4.1 ③).
     pub fn cached_lists(&self) -> usize {
         self.adjacency.len()
+    }
+
+    /// The codes in RAM the searches estimate distances with.
+    pub(crate) fn quantizer(&self) -> &dyn Quantizer {
+        &*self.quantizer
     }
 
     pub fn io_backend(&self) -> String {
@@ -502,7 +510,9 @@ impl Index {
         dim: usize,
         params: &SearchParams,
     ) -> Result<BatchResult> {
-        self.search_batch_with(queries, dim, params, None, None)
+        let r = self.search_batch_with(queries, dim, params, None, None)?;
+        self.calibration.record(&r.stats);
+        Ok(r)
     }
 
     /// [`Self::search_batch`] with each query's allowed rows (`allowed`,
