@@ -5,11 +5,21 @@ M defaults to graph_degree / 2 (hnswlib's base layer keeps 2*M links, so
 R=64 <-> M=32) and ef_construction to 200, the REFERENCE.md setting. The sweep
 value is ef (hnswlib searches with max(ef, k)). knn_query releases the GIL, so
 the latency pass runs on --threads Python threads.
+
+Filtered (issue #56): hnswlib's own filter, a callable a candidate label
+goes through (`knn_query(..., filter=f)`, hnswlib >= 0.7). It takes one
+filter a call, so each query is its own call, from --threads Python
+threads; the callable is the membership test of a Python set of the
+query's matching rows (a C-level `set.__contains__`, no Python frame).
+hnswlib calls back into Python for every candidate it considers, taking
+the GIL each time, and admits only matches into its result list, so its
+search runs until ef matches were found or the graph ran out.
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -69,6 +79,37 @@ class Hnswlib(Peer):
         # set_ef was called by search_batch for this value just before
         ids, _ = self.index.knn_query(query, k=k, num_threads=1)
         return ids
+
+    def prepare_filters(self, allowed):
+        return [set(a.tolist()) for a in allowed]
+
+    def search_filtered(self, queries, k, value, filters):
+        self.index.set_ef(value)
+        out = np.full((queries.shape[0], k), -1, dtype=np.int64)
+
+        def one(i):
+            try:
+                ids, _ = self.index.knn_query(queries[i], k=k, num_threads=1, filter=filters[i].__contains__)
+            except RuntimeError:
+                # Fewer than k matches reachable: hnswlib refuses to pad;
+                # ask for what there is.
+                ids = self._fewer(queries[i], k, filters[i])
+            row = np.asarray(ids).reshape(-1)
+            out[i, : row.size] = row
+
+        if not hasattr(self, "pool"):
+            self.pool = ThreadPoolExecutor(max_workers=self.args.threads)
+        list(self.pool.map(one, range(queries.shape[0])))
+        return out
+
+    def _fewer(self, query, k, allowed):
+        for kk in range(min(k, len(allowed)) - 1, 0, -1):
+            try:
+                ids, _ = self.index.knn_query(query, k=kk, num_threads=1, filter=allowed.__contains__)
+                return ids
+            except RuntimeError:
+                continue
+        return np.empty(0, dtype=np.int64)
 
 
 PEER = Hnswlib

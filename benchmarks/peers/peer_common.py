@@ -245,6 +245,16 @@ class Peer:
     def search_one(self, query: np.ndarray, k: int, value: int) -> np.ndarray:
         raise NotImplementedError
 
+    def prepare_filters(self, allowed: list) -> object:
+        """The peer's form of each query's matching rows (`allowed`: a
+        sorted array of row numbers a query), made outside the timing."""
+        raise SystemExit(f"peer {self.key} has no filtered search")
+
+    def search_filtered(self, queries: np.ndarray, k: int, value: int, filters: object) -> np.ndarray:
+        """(nq, k) row numbers, each query's only from its filter, -1 past
+        what it found."""
+        raise SystemExit(f"peer {self.key} has no filtered search")
+
 
 def node_record_bytes(d: int, degree: int, vector_bytes_per_dim: int = 4) -> int:
     """Bytes one cached DiskANN node holds in RAM: the full-precision vector,

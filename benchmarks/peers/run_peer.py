@@ -93,6 +93,8 @@ def parse_args(argv=None):
                    help="repeat each sweep point's batch call until it has run this long (QPS, reads and CPU "
                         "per query over all repetitions; recall from the first)")
     p.add_argument("--serve", action="store_true", help="answer sweep points read from stdin (see above)")
+    p.add_argument("--filtered", action="store_true",
+                   help="with --serve: answer filtered band points (filtered_peer.py) instead")
     p.add_argument("--_build-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--_build-result", default="", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -260,6 +262,13 @@ def main(argv=None) -> int:
     load_s = time.perf_counter() - t0
     rss_load = proc_status_bytes("VmRSS") - rss0
     log(f"{peer.key} {version} loaded in {load_s:.1f}s, RSS +{rss_load / 2**20:.1f} MiB, model {mem}")
+
+    if args.filtered:
+        if not args.serve:
+            raise SystemExit("--filtered answers band points: it runs only with --serve")
+        import filtered_peer
+
+        return filtered_peer.serve(args, peer, out, version)
 
     if args.latency == "off":
         lat_threads = 0

@@ -492,6 +492,7 @@ fn peer_systems(
             beam_width: a.beam_width.unwrap_or(SearchParams::default().beam_width),
             rebuild: a.rebuild,
             min_pass_s: a.min_pass_seconds,
+            filtered: false,
         })?));
     }
     Ok(())

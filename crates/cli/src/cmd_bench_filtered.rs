@@ -8,10 +8,10 @@
 //! table.
 
 use crate::bench::filtered::{self, BandSet};
-use crate::bench::variants;
+use crate::bench::{peers, variants};
 use crate::cmd_bench::Rows;
 use anyhow::{Context, Result};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use stratavec::args::{Given, Params};
@@ -36,6 +36,16 @@ pub struct Args {
     /// Profiles (or other `bench --profiles` variants) to run.
     #[arg(long, value_delimiter = ',', default_values_t = ["diskann", "gorgeous"].map(String::from))]
     profiles: Vec<String>,
+    /// Peer engines timed beside the profiles, each with its own filter
+    /// (`benchmarks/peers/filtered_peer.py`; `hnswlib`: its filter
+    /// callback), in their own virtualenvs.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<String>,
+    /// The peers' sweep (hnswlib's `ef`), when not `--sweep`: a filtered
+    /// hnswlib search calls back into Python for every candidate, so its
+    /// long lists take seconds a band.
+    #[arg(long, value_delimiter = ',')]
+    peer_sweep: Vec<usize>,
     /// The ways to time: each forced on every query, and auto.
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = [FilterWay::Auto, FilterWay::Pre, FilterWay::InSearch, FilterWay::Post])]
     ways: Vec<FilterWay>,
@@ -104,13 +114,13 @@ pub fn run(a: Args) -> Result<()> {
         sets: &labels,
         names: names.as_deref(),
     };
+    let mut own = Vec::new();
     for profile in &a.profiles {
         let variant = variants::find(profile)?;
         let params = variant.build_params(&run_build(&a, budget))?;
         let dir = a.work.join(format!("{name}-{}", variant.name));
-        let built = build_or_reuse(&d.join("base.fbin"), &dir, &params, input, &a)?;
+        let mut build_row = build_or_reuse(&d.join("base.fbin"), &dir, &params, input, &a)?;
         let system = format!("stratavec-{}", variant.name);
-        let mut build_row = built;
         build_row["system"] = system.clone().into();
         rows.emit(vec![build_row])?;
         let opts = OpenOptions {
@@ -126,32 +136,113 @@ pub fn run(a: Args) -> Result<()> {
             .iter()
             .map(|b| BandSet::new(b, &queries, dim, &filters, &gt, &index))
             .collect::<Result<Vec<_>>>()?;
-        for round in 0..a.rounds {
-            for set in &sets {
-                for &way in &a.ways {
-                    for &l in &a.sweep {
-                        let p = stratavec::SearchParams {
-                            complexity: l.max(a.k),
-                            ..warm.clone()
-                        };
-                        let mut row = filtered::point(&index, set, &p, way, a.min_pass_seconds)?;
-                        row["system"] = system.clone().into();
-                        row["round"] = round.into();
-                        eprintln!(
-                            "  {system} round {round} band {} {way:?} L {l}: recall {:.4}, {:.0} QPS, {:.1} reads",
-                            set.band,
-                            row["recall"].as_f64().unwrap_or(0.0),
-                            row["qps"].as_f64().unwrap_or(0.0),
-                            row["reads_per_query"].as_f64().unwrap_or(0.0)
-                        );
-                        rows.emit(vec![row])?;
-                    }
+        own.push(Own {
+            system,
+            index,
+            warm,
+            sets,
+        });
+    }
+    let mut peers = start_peers(&a, &name, budget)?;
+    let band_numbers: Vec<usize> = bands.iter().map(|b| b.band).collect();
+    let peer_sweep = match a.peer_sweep.is_empty() {
+        true => &a.sweep,
+        false => &a.peer_sweep,
+    };
+    // Interleaved: a round times every system, band, way and L once.
+    for round in 0..a.rounds {
+        for o in &own {
+            o.round(&a, round, &mut rows)?;
+        }
+        for peer in &mut peers {
+            for &band in &band_numbers {
+                for &l in peer_sweep {
+                    let row = peer.band_point(l, round, band)?;
+                    log_point(&peer.name, round, band, "peer", l, &row);
+                    rows.emit(vec![row])?;
                 }
             }
         }
     }
+    for peer in peers {
+        peer.finish()?;
+    }
     eprintln!("bench-filtered: rows written to {}", a.out.display());
     Ok(())
+}
+
+/// One of stratavec's profiles, opened at the budget with its bands.
+struct Own {
+    system: String,
+    index: Index,
+    warm: stratavec::SearchParams,
+    sets: Vec<BandSet>,
+}
+
+impl Own {
+    /// One round: every band, way and list size timed once.
+    fn round(&self, a: &Args, round: usize, rows: &mut Rows) -> Result<()> {
+        for set in &self.sets {
+            for &way in &a.ways {
+                for &l in &a.sweep {
+                    let p = stratavec::SearchParams {
+                        complexity: l.max(a.k),
+                        ..self.warm.clone()
+                    };
+                    let mut row = filtered::point(&self.index, set, &p, way, a.min_pass_seconds)?;
+                    row["system"] = self.system.clone().into();
+                    row["round"] = round.into();
+                    log_point(&self.system, round, set.band, &format!("{way:?}"), l, &row);
+                    rows.emit(vec![row])?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn log_point(system: &str, round: usize, band: usize, way: &str, l: usize, row: &Value) {
+    eprintln!(
+        "  {system} round {round} band {band} {way} L {l}: recall {:.4}, {:.0} QPS, {:.1} reads",
+        row["recall"].as_f64().unwrap_or(0.0),
+        row["qps"].as_f64().unwrap_or(0.0),
+        row["reads_per_query"].as_f64().unwrap_or(0.0)
+    );
+}
+
+/// Every `--peers` engine started on the filtered queries (each builds or
+/// reuses its index in `--work`, then loads it).
+fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<peers::Peer>> {
+    let repo = std::env::current_dir()?;
+    let mut out = Vec::new();
+    for peer in &a.peers {
+        eprintln!("bench-filtered: starting peer {peer}");
+        let idx = a.work.join(format!("{name}-peer-{peer}"));
+        out.push(peers::Peer::start(&peers::PeerRun {
+            repo: &repo,
+            peer,
+            data: &a.data,
+            index_dir: &idx,
+            threads: a.threads,
+            build_threads: a.threads,
+            k: a.k,
+            sweep: if a.peer_sweep.is_empty() {
+                &a.sweep
+            } else {
+                &a.peer_sweep
+            },
+            memory_budget_mb: budget as f64 / 1e6,
+            pq_bytes: a.pq_bytes,
+            graph_degree: a.graph_degree,
+            complexity: a.complexity,
+            alpha: 1.2,
+            beam_width: stratavec::SearchParams::default().beam_width,
+            rebuild: a.rebuild,
+            min_pass_s: a.min_pass_seconds,
+            filtered: true,
+        })?);
+    }
+    Ok(out)
 }
 
 fn read_names(path: &Path) -> Result<Option<Vec<String>>> {

@@ -29,6 +29,9 @@ pub struct PeerRun<'a> {
     pub beam_width: usize,
     pub rebuild: bool,
     pub min_pass_s: f64,
+    /// Answer filtered band points (`run_peer.py --filtered`,
+    /// `benchmarks/peers/filtered_peer.py`) instead of plain ones.
+    pub filtered: bool,
 }
 
 /// A peer process, loaded and waiting for sweep points.
@@ -95,6 +98,9 @@ impl Peer {
         if p.rebuild {
             cmd.arg("--rebuild");
         }
+        if p.filtered {
+            cmd.arg("--filtered");
+        }
         let mut child = cmd
             .spawn()
             .with_context(|| format!("start peer {} with {}", p.peer, python.display()))?;
@@ -147,13 +153,25 @@ impl Peer {
 
     /// Times one sweep point and returns its row, tagged `kind: search`.
     pub fn point(&mut self, l: usize, round: usize) -> Result<Value> {
-        let stdin = self.stdin.as_mut().context("peer stdin closed")?;
-        writeln!(stdin, "{}", json!({"L": l, "round": round}))
-            .and_then(|_| stdin.flush())
-            .with_context(|| format!("send a sweep point to peer {}", self.name))?;
-        let mut v = self.read_line()?;
+        let mut v = self.request(json!({"L": l, "round": round}))?;
         v["kind"] = "search".into();
         Ok(v)
+    }
+
+    /// Times one filtered point of `band` (a peer started `filtered`) and
+    /// returns its row, tagged `kind: point` as `bench-filtered`'s own.
+    pub fn band_point(&mut self, l: usize, round: usize, band: usize) -> Result<Value> {
+        let mut v = self.request(json!({"L": l, "round": round, "band": band}))?;
+        v["kind"] = "point".into();
+        Ok(v)
+    }
+
+    fn request(&mut self, req: Value) -> Result<Value> {
+        let stdin = self.stdin.as_mut().context("peer stdin closed")?;
+        writeln!(stdin, "{req}")
+            .and_then(|_| stdin.flush())
+            .with_context(|| format!("send a sweep point to peer {}", self.name))?;
+        self.read_line()
     }
 
     /// Closes its stdin (the peer exits at end of input) and waits for it.
