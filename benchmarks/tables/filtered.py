@@ -8,7 +8,9 @@ in-search, post) — the QPS at recall@10 >= 0.95 (median over rounds, with
 the range) and the reads a query there, or the best recall the way
 reached; the mix of ways `auto` chose; and the issue's targets per band:
 auto >= 1.0x the best forced way, and in the two selective bands auto >=
-5x the post-filter (or the post-filter never reaches 0.95). Standard
+5x the post-filter (or the post-filter never reaches 0.95). Peers
+(`--peers`: rows of way "peer", e.g. hnswlib with its filter callback)
+get a column each, their QPS at the target in the same band. Standard
 library only.
 """
 
@@ -50,9 +52,11 @@ def way_cell(rows: list[dict]) -> str:
         r = best_recall(rows)
         return "never" if r is None else f"max R@10 {r:.3f}"
     qps = [float(p["qps"]) for p in per_round.values()]
-    reads = statistics.median(float(p.get("reads_per_query") or 0.0) for p in per_round.values())
     spread = "" if min(qps) == max(qps) else f" ({min(qps):,.0f}–{max(qps):,.0f})"
-    return f"{statistics.median(qps):,.0f}{spread}, {reads:.1f} reads"
+    reads = [float(p["reads_per_query"]) for p in per_round.values() if p.get("reads_per_query") is not None]
+    if not reads:  # a peer whose index is all in RAM
+        return f"{statistics.median(qps):,.0f}{spread}"
+    return f"{statistics.median(qps):,.0f}{spread}, {statistics.median(reads):.1f} reads"
 
 
 def mix_cell(rows: list[dict]) -> str:
@@ -97,8 +101,6 @@ def render(results: str) -> str:
     rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
     groups = points(rows)
-    head = ["profile", "band", "selectivity"] + [f"{w}: QPS at R@10 {TARGET}" for w in WAYS] + \
-        ["auto chose", "auto / best forced", "auto / post", "targets"]
     lines = [
         f"{run.get('dataset', '?')} (n = {run.get('n', 0):,}), {run.get('nq', '?')} filtered queries in "
         f"{len(run.get('bands', []))} selectivity bands, {run.get('threads', '?')} threads, memory budget "
@@ -106,12 +108,19 @@ def render(results: str) -> str:
         "",
         "Command: `" + str(run.get("command", "?")).replace(os.path.expanduser("~"), "~") + "`",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
     ]
     systems = OrderedDict()
+    peers: "OrderedDict[str, dict]" = OrderedDict()
     for (system, band, way), rs in groups.items():
+        if way == "peer":
+            peers.setdefault(system, {})[band] = rs
+            continue
         systems.setdefault(system, OrderedDict()).setdefault(band, {})[way] = rs
+    head = ["profile", "band", "selectivity"] + [f"{w}: QPS at R@10 {TARGET}" for w in WAYS] + \
+        ["auto chose", "auto / best forced", "auto / post", "targets"] + \
+        [f"{p} (filter callback, all in RAM): QPS at R@10 {TARGET}" if p == "hnswlib" else f"{p}: QPS at R@10 {TARGET}"
+         for p in peers]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for system, bands in systems.items():
         for band, ways in bands.items():
             sel = statistics.mean(float(r.get("selectivity", 0)) for rs in ways.values() for r in rs)
@@ -124,5 +133,6 @@ def render(results: str) -> str:
             post = ratio(ways.get("auto", []), ways.get("post", []))
             cells.append(f"{statistics.median(post):.1f}×" if post else "—")
             cells.append(targets(band, ways))
+            cells += [way_cell(bands_of.get(band, [])) for bands_of in peers.values()]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

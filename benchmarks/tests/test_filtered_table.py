@@ -41,5 +41,17 @@ def test_cells_and_targets(tmp_path):
     assert "max R@10 0.310 | pre 100% | 0.90× (pre) | — | missed: auto 0.90x pre |" in text, text
 
 
+def test_a_peer_gets_a_column_of_its_band(tmp_path):
+    peer = [{"kind": "point", "system": "hnswlib", "band": b, "way": "peer", "round": 0, "L": 16,
+             "recall_at_10": r, "qps": q, "reads_per_query": None, "selectivity": 0.1}
+            for b, r, q in ((0, 0.99, 700.0), (3, 0.90, 20.0))]
+    (tmp_path / T.ROWS).write_text("\n".join(json.dumps(r) for r in rows() + peer) + "\n")
+    text = T.render(str(tmp_path))
+    assert "hnswlib (filter callback, all in RAM): QPS at R@10 0.95 |" in text, text
+    assert "| missed: auto 0.90x pre | max R@10 0.900 |" in text, text
+    assert "| all | 700 |" in text, text
+    assert "| hnswlib |" not in text, "a peer is a column, not a row of its own"
+
+
 def test_a_missing_file_names_the_run_that_makes_it(tmp_path):
     assert "bench.py run benchmarks/scenarios/filtered.toml" in T.render(str(tmp_path))

@@ -725,17 +725,25 @@ impl Index {
     }
 
     /// Inserts vectors; see `stratavec.Index.add`.
-    #[pyo3(signature = (vectors, ids = None, *, batch = 0))]
+    #[pyo3(signature = (vectors, ids = None, *, labels = None, batch = 0))]
     fn add<'py>(
         &self,
         py: Python<'py>,
         vectors: &Bound<'py, PyAny>,
         ids: Option<&Bound<'py, PyAny>>,
+        labels: Option<&Bound<'py, PyAny>>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim = (self.inner.dim(), "index");
+        let labels: Vec<Vec<u32>> = match labels {
+            Some(obj) => {
+                let sets = label_sets(obj)?;
+                (0..sets.len()).map(|r| sets.row(r).to_vec()).collect()
+            }
+            None => Vec::new(),
+        };
         add_with(py, vectors, ids, dim, |v, ids| {
-            self.inner.add(v, ids, batch)
+            self.inner.add_labelled(v, ids, &labels, batch)
         })
     }
 

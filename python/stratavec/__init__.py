@@ -386,7 +386,7 @@ class Index:
         """
         return cls(index_dir, memory_budget_mb, io, navigation_graph, sqpoll, delta_share, auto_merge)
 
-    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+    def add(self, vectors: Any, ids: Any = None, *, labels: Any = None, batch: int = 0) -> Dict[str, Any]:
         """Insert vectors, as faiss's ``add`` / ``add_with_ids``.
 
         The batch is appended to the index's write-ahead log and fsynced
@@ -400,6 +400,11 @@ class Index:
         ids : array_like of int64, optional
             One id a vector, unique and not in the index (delete an id
             first to replace it). Default: the next unused ids.
+        labels : list of lists of int, scipy.sparse CSR matrix, or path, optional
+            One label set a vector (as ``build_index``'s ``labels=``), for
+            an index built with labels: filtered searches match them at
+            once, and :meth:`merge` writes them into the index. Label ids
+            only; in an index with label names, ids it names.
         batch : int
             A non-zero id for this call: a retry with the same id (after a
             timeout, say) is applied once.
@@ -411,7 +416,9 @@ class Index:
             ``missing`` (0), ``repeated`` (a retried batch), ``first_id``
             (the first vector's id; without ``ids`` the others follow it).
         """
-        return self._index.add(vectors, ids, batch=batch)
+        if labels is not None:
+            labels = _as_label_rows(labels)
+        return self._index.add(vectors, ids, labels=labels, batch=batch)
 
     def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]:
         """Delete ids, as faiss's ``remove_ids``: they are never returned

@@ -130,3 +130,37 @@ def test_bad_labels_and_filter_arguments_are_refused(tmp_path, labelled):
     stratavec.build_index(x, plain, graph_degree=24, pq_bytes=8)
     with pytest.raises(ValueError, match="built with labels"):
         stratavec.Index.open(plain).search(clustered(1, 9), 5, filter="half")
+
+
+def test_inserted_vectors_carry_their_labels_through_a_merge(tmp_path):
+    """`Index.add(..., labels=...)`: filters match inserted vectors by the
+    labels they came with (as lists or a scipy matrix), before and after
+    a merge and a reopen; labels on a vector the index cannot name are
+    refused naming the row."""
+    x = clustered(N, 8)
+    d = tmp_path / "idx"
+    stratavec.build_index(x, d, labels=label_rows(), label_names=NAMES, graph_degree=24, complexity=48,
+                          pq_bytes=8, threads=2)
+    idx = stratavec.Index.open(d)
+    new = clustered(4, 9) + 50.0  # far from the rest: each is its own nearest
+    idx.add(new[:2], labels=[[3], []])
+    try:
+        import scipy.sparse as sp
+        idx.add(new[2:], labels=sp.csr_matrix(np.array([[0, 0, 0, 1], [1, 0, 0, 0]])))
+    except ImportError:
+        idx.add(new[2:], labels=[[3], [0]])
+
+    def check(ix, when):
+        _, I = ix.search(new, 1, filter="two", complexity=64)
+        assert I[:, 0].tolist()[0] == N and I[2, 0] == N + 2, (when, I.ravel())
+        assert I[1, 0] != N + 1 and I[3, 0] != N + 3, (when, I.ravel())
+        _, I = ix.search(new[3:], 1, filter="half", complexity=64)
+        assert I[0, 0] == N + 3, (when, I.ravel())
+
+    check(idx, "in the delta")
+    with pytest.raises(ValueError, match=r"labels of row 0.*below 4.*found 9"):
+        idx.add(new[:1] + 1.0, labels=[[9]])
+    idx.merge()
+    check(idx, "merged")
+    del idx
+    check(stratavec.Index.open(d), "reopened")

@@ -180,11 +180,14 @@ struct Own {
 }
 
 impl Own {
-    /// One round: every band, way and list size timed once.
+    /// One round: every band, list size and way timed once. The ways of
+    /// one L run back to back, so the ratio of two ways at a point compares
+    /// passes a second apart, not the two ends of a band's sweep (the
+    /// device's rate drifts over minutes).
     fn round(&self, a: &Args, round: usize, rows: &mut Rows) -> Result<()> {
         for set in &self.sets {
-            for &way in &a.ways {
-                for &l in &a.sweep {
+            for &l in &a.sweep {
+                for &way in &a.ways {
                     let p = stratavec::SearchParams {
                         complexity: l.max(a.k),
                         ..self.warm.clone()

@@ -39,9 +39,19 @@ impl Writable {
         }
     }
 
-    fn add(&self, vectors: &[f32], ids: Option<&[i64]>) -> stratavec::Result<Applied> {
+    fn add(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+    ) -> stratavec::Result<Applied> {
         match self {
-            Writable::Index(i) => i.add(vectors, ids, 0),
+            Writable::Index(i) => i.add_labelled(vectors, ids, labels, 0),
+            Writable::Collection(_) if !labels.is_empty() => Err(stratavec::Error::argument(
+                "--labels",
+                "an index (a collection keeps no labels yet)",
+                "a collection",
+            )),
             Writable::Collection(c) => c.add(vectors, ids, 0),
         }
     }
@@ -123,6 +133,10 @@ pub struct InsertArgs {
     /// Their ids, one integer a line (default: the next unused ids).
     #[arg(long)]
     ids: Option<PathBuf>,
+    /// Their labels, a row a vector (a `.spmat` file, as `build --labels`):
+    /// for an index built with labels.
+    #[arg(long)]
+    labels: Option<PathBuf>,
     /// Vectors a logged batch (each fsynced before the next).
     #[arg(long, default_value_t = 10_000)]
     batch: usize,
@@ -190,6 +204,20 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         a.data.display(),
         index.dim()
     );
+    let labels: Vec<Vec<u32>> = match &a.labels {
+        Some(path) => {
+            let sets = stratavec::labels::spmat::read(path)?;
+            anyhow::ensure!(
+                sets.len() == file.n(),
+                "{}: rows: expected one a vector ({}), found {}",
+                path.display(),
+                file.n(),
+                sets.len()
+            );
+            (0..sets.len()).map(|r| sets.row(r).to_vec()).collect()
+        }
+        None => Vec::new(),
+    };
     let t = Instant::now();
     let rows = a.batch.max(1);
     let mut last = 0;
@@ -197,7 +225,12 @@ pub fn insert(a: InsertArgs) -> Result<()> {
         let ids = ids
             .as_ref()
             .map(|ids| &ids[b * rows..b * rows + chunk.len() / dim]);
-        last = index.add(chunk, ids)?.seq;
+        let n = chunk.len() / dim;
+        let l = match labels.is_empty() {
+            true => &[][..],
+            false => &labels[b * rows..b * rows + n],
+        };
+        last = index.add(chunk, ids, l)?.seq;
     }
     let s = t.elapsed().as_secs_f64();
     let (delta, deleted) = index.pending();

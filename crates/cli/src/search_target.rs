@@ -92,7 +92,15 @@ pub trait Target: Send + Sync {
     /// Inserts `vectors` (row-major) with `ids`, or the next unused ones;
     /// returns once the batch is logged and fsynced. A non-zero `batch`
     /// makes a retried call a no-op.
-    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied>;
+    /// Inserts `vectors` with `ids` (or the next unused) and one label set
+    /// a vector (empty: none; only an index built with labels takes them).
+    fn insert(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+        batch: u64,
+    ) -> Result<Applied>;
     /// Deletes `ids` (those not there are counted in `missing`).
     fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied>;
     /// Vectors inserted and rows deleted since the last build or merge.
@@ -297,7 +305,18 @@ impl Target for Collection {
             self.dir.display()
         )
     }
-    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied> {
+    fn insert(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+        batch: u64,
+    ) -> Result<Applied> {
+        anyhow::ensure!(
+            labels.is_empty(),
+            "labels: expected none for a collection (collections do not keep labels yet), found {}",
+            labels.len()
+        );
         Ok(self.add(vectors, ids, batch)?)
     }
     fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied> {

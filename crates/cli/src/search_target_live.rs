@@ -128,8 +128,14 @@ impl Target for LiveIndex {
             ),
         }
     }
-    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied> {
-        Ok(self.add(vectors, ids, batch)?)
+    fn insert(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+        batch: u64,
+    ) -> Result<Applied> {
+        Ok(self.add_labelled(vectors, ids, labels, batch)?)
     }
     fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied> {
         Ok(self.remove(ids, batch)?)

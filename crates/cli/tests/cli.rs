@@ -1027,4 +1027,48 @@ fn build_with_labels_and_search_filtered() {
     );
     let e = fails(run(&[&"search", &f.index, &queries, &"--filter", &"even"]));
     assert!(e.contains("built with labels"), "{e}");
+    insert_with_labels_and_find_them(tmp.path(), &index, &q[..3 * DIM]);
+}
+
+/// `insert --labels`: three vectors, the first and last labelled "rare";
+/// searched for themselves through "rare", they find exactly those two,
+/// and a label matrix of the wrong height is refused.
+fn insert_with_labels_and_find_them(tmp: &Path, index: &Path, vectors: &[f32]) {
+    let new = tmp.join("new.fbin");
+    let mut b = Vec::new();
+    b.extend_from_slice(&3u32.to_le_bytes());
+    b.extend_from_slice(&(DIM as u32).to_le_bytes());
+    vectors
+        .iter()
+        .for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+    std::fs::write(&new, b).unwrap();
+    let labels = tmp.join("new.labels.spmat");
+    common::write_spmat(&labels, &[vec![2], vec![], vec![2]], 3);
+    let short = tmp.join("short.labels.spmat");
+    common::write_spmat(&short, &[vec![2]], 3);
+    let e = fails(run(&[&"insert", &index, &new, &"--labels", &short]));
+    assert!(e.contains("expected one a vector (3), found 1"), "{e}");
+    let out = stdout(&ok(run(&[&"insert", &index, &new, &"--labels", &labels])));
+    assert!(out.contains("inserted 3 vectors"), "{out}");
+    let found = tmp.join("found.npy");
+    let filter = [
+        &"--filter" as &dyn AsRef<std::ffi::OsStr>,
+        &"rare",
+        &"-k",
+        &"1",
+        &"-L",
+        &"40",
+    ];
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+        vec![&"search", &index, &new, &"--output", &found];
+    args.extend_from_slice(&filter);
+    ok(run(&args));
+    let npy = std::fs::read(&found).unwrap();
+    let ids: Vec<i64> = npy[npy.len() - 24..]
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ids[0], 2000, "{ids:?}: the first inserted vector is rare");
+    assert_eq!(ids[2], 2002, "{ids:?}");
+    assert!(ids[1] != 2001, "{ids:?}: the unlabelled one matched rare");
 }

@@ -698,6 +698,19 @@ fn filters_over_http_return_only_matches() {
         &json!({"vectors": &rows[..1], "filter": 3}),
     );
     assert_eq!(r.status, 400, "{}", r.error());
+    // Inserted with labels: the first of two queries, labelled "tenth", is
+    // its own nearest through that filter; the unlabelled second is not.
+    let ins = json!({"vectors": &rows[..2], "labels": [[1], []]});
+    let r = post_json(&server.addr, "/insert", &ins);
+    assert_eq!(r.status, 200, "{}", r.error());
+    let find = json!({"vectors": &rows[..2], "k": 1, "complexity": 40, "filter": "tenth"});
+    let got = ids_of(&post_json(&server.addr, "/search", &find).json());
+    assert_eq!(got[0], vec![n], "{got:?}");
+    assert_ne!(got[1], vec![n + 1], "{got:?}");
+    let unnamed = json!({"vectors": &rows[..1], "labels": [[5]]});
+    let r = post_json(&server.addr, "/insert", &unnamed);
+    assert_eq!(r.status, 400, "{}", r.error());
+    assert!(r.error().contains("labels of row 0"), "{}", r.error());
     drop(server);
     let plain = Server::start(&f.index, &[]);
     let r = post_json(

@@ -119,7 +119,13 @@ impl Target for Fake {
     }
     /// A first component of -5 is a bad batch, 777 another writer, 999 a
     /// failure; else the ids run on from 100.
-    fn insert(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> anyhow::Result<Applied> {
+    fn insert(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        _labels: &[Vec<u32>],
+        batch: u64,
+    ) -> anyhow::Result<Applied> {
         let dir = std::path::Path::new("/secret/path");
         match vectors[0] {
             -5.0 => {

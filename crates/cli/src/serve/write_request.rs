@@ -5,7 +5,9 @@
 //! - insert: `{"vectors": [[...]]}` or `{"vector": [...]}`, with `"ids"`
 //!   (one integer a vector; without them the index gives the next unused)
 //!   and `"batch"` (an integer id for the batch: a retry of an applied
-//!   batch is answered again and not applied twice), both optional.
+//!   batch is answered again and not applied twice), and `"labels"` (one
+//!   list of integer label ids a vector, for an index built with labels),
+//!   all optional.
 //! - delete: `{"ids": [...]}` and an optional `"batch"`.
 
 use super::errors::ApiError;
@@ -13,7 +15,7 @@ use super::limits::Limits;
 use super::request::{a_type_name, json_object, json_rows, show, Shape};
 use serde_json::{Map, Value};
 
-const INSERT_FIELDS: [&str; 4] = ["vectors", "vector", "ids", "batch"];
+const INSERT_FIELDS: [&str; 5] = ["vectors", "vector", "ids", "labels", "batch"];
 const DELETE_FIELDS: [&str; 2] = ["ids", "batch"];
 
 /// A checked write.
@@ -23,6 +25,8 @@ pub enum WriteRequest {
         vectors: Vec<f32>,
         n: usize,
         ids: Option<Vec<i64>>,
+        /// One label set a vector, or empty: none given.
+        labels: Vec<Vec<u32>>,
         batch: u64,
     },
     Delete {
@@ -52,12 +56,63 @@ pub fn parse_insert(body: &[u8], shape: &Shape, limits: &Limits) -> Result<Write
             Some(ids)
         }
     };
+    let labels = match present(&doc, "labels") {
+        None => Vec::new(),
+        Some(v) => label_lists(v, n)?,
+    };
     Ok(WriteRequest::Insert {
         vectors,
         n,
         ids,
+        labels,
         batch: batch(&doc)?,
     })
+}
+
+/// `"labels"`: `n` lists of label ids (integers in 0..2^32-1), one a
+/// vector; a vector without labels has an empty list.
+fn label_lists(v: &Value, n: usize) -> Result<Vec<Vec<u32>>, ApiError> {
+    let rows = match v {
+        Value::Array(rows) if rows.len() == n => rows,
+        Value::Array(rows) => {
+            return Err(ApiError::bad(format!(
+                "labels: expected {n} lists (one a vector), found {}",
+                rows.len()
+            )))
+        }
+        other => {
+            return Err(ApiError::bad(format!(
+                "labels: expected a list of label id lists, found {}",
+                a_type_name(other)
+            )))
+        }
+    };
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let Value::Array(ls) = row else {
+                return Err(ApiError::bad(format!(
+                    "labels[{i}]: expected a list of label ids, found {}",
+                    a_type_name(row)
+                )));
+            };
+            ls.iter()
+                .enumerate()
+                .map(|(j, x)| {
+                    integer(x)
+                        .filter(|&l| (0..u32::MAX as i64).contains(&l))
+                        .map(|l| l as u32)
+                        .ok_or_else(|| {
+                            ApiError::bad(format!(
+                                "labels[{i}][{j}]: expected a label id (an integer in 0..{}), found {}",
+                                u32::MAX,
+                                show(x)
+                            ))
+                        })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 pub fn parse_delete(body: &[u8]) -> Result<WriteRequest, ApiError> {
@@ -170,11 +225,12 @@ mod tests {
     #[test]
     fn good_writes_parse() {
         assert_eq!(
-            insert(json!({"vectors": [[1, 2], [3, 4.5]], "ids": [7, 8.0], "batch": 3})).unwrap(),
+            insert(json!({"vectors": [[1, 2], [3, 4.5]], "ids": [7, 8.0], "labels": [[3, 1], []], "batch": 3})).unwrap(),
             WriteRequest::Insert {
                 vectors: vec![1.0, 2.0, 3.0, 4.5],
                 n: 2,
                 ids: Some(vec![7, 8]),
+                labels: vec![vec![3, 1], vec![]],
                 batch: 3
             }
         );
@@ -184,6 +240,7 @@ mod tests {
                 vectors: vec![1.0, 2.0],
                 n: 1,
                 ids: None,
+                labels: vec![],
                 batch: 0
             }
         );
@@ -202,7 +259,22 @@ mod tests {
             (
                 insert(json!({"vectors": [[1, 2]], "id": [1]})),
                 400,
-                "field 'id': expected one of vectors, vector, ids, batch",
+                "field 'id': expected one of vectors, vector, ids, labels, batch",
+            ),
+            (
+                insert(json!({"vectors": [[1, 2]], "labels": [[1], [2]]})),
+                400,
+                "labels: expected 1 lists (one a vector), found 2",
+            ),
+            (
+                insert(json!({"vectors": [[1, 2]], "labels": [[-1]]})),
+                400,
+                "labels[0][0]: expected a label id (an integer in 0..4294967295), found -1",
+            ),
+            (
+                insert(json!({"vectors": [[1, 2]], "labels": [3]})),
+                400,
+                "labels[0]: expected a list of label ids, found a number",
             ),
             (
                 insert(json!({"vectors": [[1, 2, 3]]})),

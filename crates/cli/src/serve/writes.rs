@@ -105,11 +105,12 @@ async fn run_write(
             WriteRequest::Insert {
                 vectors,
                 ids,
+                labels,
                 batch,
                 ..
             } => a
                 .target
-                .insert(&vectors, ids.as_deref(), batch)
+                .insert(&vectors, ids.as_deref(), &labels, batch)
                 .map(|r| (r, ids.is_none())),
             WriteRequest::Delete { ids, batch } => a.target.delete(&ids, batch).map(|r| (r, false)),
         }

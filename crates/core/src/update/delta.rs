@@ -36,6 +36,8 @@ pub struct Delta {
     removed: Vec<bool>,
     removed_count: usize,
     lists: Vec<Vec<u32>>,
+    /// Each row's labels (issue #56; empty: none), sorted.
+    labels: Vec<Vec<u32>>,
 }
 
 impl Delta {
@@ -53,6 +55,7 @@ impl Delta {
             removed: Vec::new(),
             removed_count: 0,
             lists: Vec::new(),
+            labels: Vec::new(),
         }
     }
 
@@ -71,9 +74,14 @@ impl Delta {
     }
 
     /// Inserts `ids` with their vectors (`ids.len()` rows, validated by the
-    /// caller: finite, the right width). Returns the first new row.
-    pub fn insert(&mut self, ids: &[i64], vectors: &[f32]) -> u32 {
+    /// caller: finite, the right width) and their labels (one set a row,
+    /// or none for all). Returns the first new row.
+    pub fn insert(&mut self, ids: &[i64], vectors: &[f32], labels: &[Vec<u32>]) -> u32 {
         assert_eq!(vectors.len(), ids.len() * self.dim, "delta insert shape");
+        assert!(
+            labels.is_empty() || labels.len() == ids.len(),
+            "delta labels shape"
+        );
         let first = self.ids.len();
         let mut rows = vectors.to_vec();
         if self.metric == Metric::Cosine {
@@ -93,6 +101,16 @@ impl Delta {
         self.ids.extend_from_slice(ids);
         self.removed.resize(n, false);
         self.lists.resize(n, Vec::new());
+        self.labels.reserve_exact(ids.len());
+        match labels.is_empty() {
+            true => self.labels.resize(n, Vec::new()),
+            false => self.labels.extend(labels.iter().map(|l| {
+                let mut l = l.clone();
+                l.sort_unstable();
+                l.dedup();
+                l
+            })),
+        }
         let space = BuildSpace::new(&self.vectors, self.dim, self.metric);
         let mut done = first;
         while done < self.ids.len() {
@@ -126,6 +144,11 @@ impl Delta {
 
     pub fn id(&self, row: u32) -> i64 {
         self.ids[row as usize]
+    }
+
+    /// The labels `row` was inserted with, sorted (empty: none).
+    pub fn labels(&self, row: u32) -> &[u32] {
+        &self.labels[row as usize]
     }
 
     pub fn is_removed(&self, row: u32) -> bool {
@@ -183,16 +206,22 @@ impl Delta {
             .collect()
     }
 
-    /// Bytes held: vectors, ids, flags and adjacency lists.
+    /// Bytes held: vectors, ids, flags, adjacency lists and labels.
     pub fn resident_bytes(&self) -> usize {
         let lists: usize = self.lists.iter().map(|l| l.capacity() * 4 + 24).sum();
-        self.vectors.capacity() * 4 + self.ids.capacity() * 8 + self.removed.capacity() + lists
+        let labels: usize = self.labels.iter().map(|l| l.capacity() * 4 + 24).sum();
+        self.vectors.capacity() * 4
+            + self.ids.capacity() * 8
+            + self.removed.capacity()
+            + lists
+            + labels
     }
 
     /// Bytes one more point costs, for the memory plan's share: its vector,
-    /// id, flag and a full out-list.
+    /// id, flag, a full out-list and an empty label set (labels it carries
+    /// are charged as they come, by `resident_bytes`).
     pub fn bytes_per_point(dim: usize) -> usize {
-        dim * 4 + 8 + 1 + DELTA_DEGREE * 4 + 24
+        dim * 4 + 8 + 1 + DELTA_DEGREE * 4 + 24 + 24
     }
 }
 

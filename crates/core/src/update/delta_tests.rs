@@ -52,7 +52,7 @@ proptest! {
         cuts.sort_unstable();
         cuts.dedup();
         for w in cuts.windows(2) {
-            let first = d.insert(&ids[w[0]..w[1]], &data[w[0] * dim..w[1] * dim]);
+            let first = d.insert(&ids[w[0]..w[1]], &data[w[0] * dim..w[1] * dim], &[]);
             prop_assert_eq!(first as usize, w[0]);
         }
         let mut live = n;
@@ -100,6 +100,7 @@ fn recall_on_clustered_data_with_removals() {
             d.insert(
                 &ids[start..start + 500],
                 &base[start * dim..(start + 500) * dim],
+                &[],
             );
         }
         let mut rng = Rng::new(9);

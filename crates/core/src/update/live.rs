@@ -239,15 +239,34 @@ impl LiveIndex {
     /// with the next unused ids. Acknowledged (returned) only once logged
     /// and fsynced. `batch` (non-zero) makes a retried call a no-op.
     pub fn add(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied> {
+        self.add_labelled(vectors, ids, &[], batch)
+    }
+
+    /// [`LiveIndex::add`] with one label set a vector (issue #56; empty:
+    /// the vectors carry none), for an index built with labels: logged
+    /// with them, searched and filtered with them, merged with them.
+    pub fn add_labelled(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+        batch: u64,
+    ) -> Result<Applied> {
         let room = self.room;
         let dim = self.dim();
         let applied = self.write(batch, |s| {
             let ids = s.check_insert(vectors, ids)?;
-            let after = s.update_bytes() + ids.len() * Delta::bytes_per_point(dim);
+            s.check_labels(ids.len(), labels)?;
+            let label_bytes: usize = labels.iter().map(|l| l.len() * 4).sum();
+            let after = s.update_bytes() + ids.len() * Delta::bytes_per_point(dim) + label_bytes;
             if after > room && !self.updates.auto_merge {
                 return Err(Error::argument("insert", format!("room in the delta's {:.1} MB share of the memory budget (merge the index first, or open it with auto_merge)", room as f64 / 1e6), format!("{} vectors that would take it to {:.1} MB", ids.len(), after as f64 / 1e6)));
             }
-            Ok(Op::Insert { ids, vectors: vectors.to_vec() })
+            Ok(Op::Insert {
+                ids,
+                vectors: vectors.to_vec(),
+                labels: labels.to_vec(),
+            })
         })?;
         if self.update_bytes() > room && self.updates.auto_merge {
             self.merge(self.updates.merge_threads, &crate::progress::Silent)?;
@@ -291,8 +310,17 @@ impl LiveIndex {
     /// writer applies, so chunks of two batches never interleave.
     fn apply_logged(&self, r: &Record) -> Applied {
         let state = || self.state.write().unwrap_or_else(|e| e.into_inner());
-        let Op::Insert { ids, vectors } = &r.op else {
+        let Op::Insert {
+            ids,
+            vectors,
+            labels,
+        } = &r.op
+        else {
             return state().apply(r);
+        };
+        let labels_of = |from: usize, to: usize| match labels.is_empty() {
+            true => Vec::new(),
+            false => labels[from..to].to_vec(),
         };
         let dim = vectors.len() / ids.len().max(1);
         let chunks = ids.len().div_ceil(APPLY_CHUNK);
@@ -301,8 +329,9 @@ impl LiveIndex {
             .enumerate()
             .take(chunks.saturating_sub(1))
         {
-            let at = i * APPLY_CHUNK * dim;
-            state().insert_rows(chunk, &vectors[at..at + chunk.len() * dim]);
+            let (row, at) = (i * APPLY_CHUNK, i * APPLY_CHUNK * dim);
+            let l = labels_of(row, row + chunk.len());
+            state().insert_rows(chunk, &vectors[at..at + chunk.len() * dim], &l);
         }
         let last = (chunks.saturating_sub(1)) * APPLY_CHUNK;
         let tail = Record {
@@ -311,6 +340,7 @@ impl LiveIndex {
             op: Op::Insert {
                 ids: ids[last..].to_vec(),
                 vectors: vectors[last * dim..].to_vec(),
+                labels: labels_of(last, ids.len()),
             },
         };
         let mut s = state();

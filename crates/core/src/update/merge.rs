@@ -293,11 +293,13 @@ fn read_set(input: &MergeInput, dir: &Path, progress: &dyn Progress) -> Result<N
             progress.set(row as u64);
         }
     }
-    // Inserted vectors carry no labels yet: each gets an empty set.
+    // Inserted vectors keep the labels they came with (empty: none).
     set.labels = base.labels().map(|l| {
         let kept = (0..n_old).filter(|&r| set.new_of_old[r] != u32::MAX);
         let mut sets = l.to_sets().select(kept);
-        live_delta.iter().for_each(|_| sets.push(&[]));
+        live_delta
+            .iter()
+            .for_each(|&r| sets.push(input.delta.labels(r)));
         sets
     });
     for &r in &live_delta {

@@ -17,10 +17,13 @@
 //! | 4..8 | CRC-32C of bytes 0..4 and 8..(32 + payload) |
 //! | 8..16 | sequence number, increasing by one from the header's |
 //! | 16..24 | batch id (the caller's, for idempotent retries; 0: none) |
-//! | 24 | kind: 1 insert, 2 delete |
+//! | 24 | kind: 1 insert, 2 delete, 3 insert with labels |
 //! | 25..28 | zero |
 //! | 28..32 | count of ids |
-//! | 32.. | ids (i64 each); for an insert then count × dim f32 |
+//! | 32.. | ids (i64 each); for an insert then count × dim f32; for an insert with labels then count u32 label counts and their labels (u32 each) |
+//!
+//! Kind 3 came with labels (issue #56); a log without labelled inserts is
+//! byte for byte what it was before.
 
 use super::crc32c::Crc32c;
 use crate::error::{Error, FileContext, Result};
@@ -36,13 +39,16 @@ const FILE_HEADER: usize = 24;
 const RECORD_HEADER: usize = 32;
 const INSERT: u8 = 1;
 const DELETE: u8 = 2;
+const INSERT_LABELLED: u8 = 3;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
-    /// `vectors` is `ids.len()` rows of the log's dimension, row-major.
+    /// `vectors` is `ids.len()` rows of the log's dimension, row-major;
+    /// `labels` one set a row, or empty when the rows carry none.
     Insert {
         ids: Vec<i64>,
         vectors: Vec<f32>,
+        labels: Vec<Vec<u32>>,
     },
     Delete {
         ids: Vec<i64>,
@@ -90,11 +96,24 @@ impl Scan {
 
 /// The bytes of one record.
 pub fn encode(seq: u64, batch: u64, op: &Op) -> Vec<u8> {
-    let (kind, ids, vectors): (u8, &[i64], &[f32]) = match op {
-        Op::Insert { ids, vectors } => (INSERT, ids, vectors),
-        Op::Delete { ids } => (DELETE, ids, &[]),
+    let (kind, ids, vectors, labels): (u8, &[i64], &[f32], &[Vec<u32>]) = match op {
+        Op::Insert {
+            ids,
+            vectors,
+            labels,
+        } if labels.is_empty() => (INSERT, ids, vectors, &[]),
+        Op::Insert {
+            ids,
+            vectors,
+            labels,
+        } => (INSERT_LABELLED, ids, vectors, labels),
+        Op::Delete { ids } => (DELETE, ids, &[], &[]),
     };
-    let payload = ids.len() * 8 + vectors.len() * 4;
+    let label_words = match labels.is_empty() {
+        true => 0,
+        false => labels.len() + labels.iter().map(Vec::len).sum::<usize>(),
+    };
+    let payload = ids.len() * 8 + vectors.len() * 4 + label_words * 4;
     let mut out = Vec::with_capacity(RECORD_HEADER + payload);
     out.extend_from_slice(&(payload as u32).to_le_bytes());
     out.extend_from_slice(&[0; 4]);
@@ -107,6 +126,12 @@ pub fn encode(seq: u64, batch: u64, op: &Op) -> Vec<u8> {
     }
     for v in vectors {
         out.extend_from_slice(&v.to_le_bytes());
+    }
+    for set in labels {
+        out.extend_from_slice(&(set.len() as u32).to_le_bytes());
+    }
+    for label in labels.iter().flatten() {
+        out.extend_from_slice(&label.to_le_bytes());
     }
     let crc = checksum(&out);
     out[4..8].copy_from_slice(&crc.to_le_bytes());
@@ -230,7 +255,7 @@ fn bad_record(bytes: &[u8], at: usize, why: String, mut scan: Scan, path: &Path)
     let after = scan.next_seq();
     let valid_at = |start: usize| {
         check_record(&bytes[start..]).is_ok()
-            && matches!(bytes[start + 24], INSERT | DELETE)
+            && matches!(bytes[start + 24], INSERT | DELETE | INSERT_LABELLED)
             && u64_at(bytes, start + 8) > after
     };
     if let Some(next) =
@@ -254,41 +279,71 @@ fn bad_record(bytes: &[u8], at: usize, why: String, mut scan: Scan, path: &Path)
 fn decode(b: &[u8], dim: usize, at: usize, path: &Path) -> Result<Record> {
     let (kind, count) = (b[24], u32_at(b, 28) as usize);
     let payload = b.len() - RECORD_HEADER;
+    let bad_payload = |want: String| {
+        Error::index(
+            path,
+            format!("payload of the record at offset {at}"),
+            want,
+            format!("{payload} bytes"),
+        )
+    };
     let rows = match kind {
-        INSERT => dim,
+        INSERT | INSERT_LABELLED => dim,
         DELETE => 0,
         other => {
             return Err(Error::index(
                 path,
                 format!("kind of the record at offset {at}"),
-                "1 (insert) or 2 (delete)",
+                "1 (insert), 2 (delete) or 3 (insert with labels)",
                 other,
             ))
         }
     };
-    let want = count * (8 + rows * 4);
-    if payload != want {
-        return Err(Error::index(
-            path,
-            format!("payload of the record at offset {at}"),
-            format!("{want} bytes ({count} ids, dim {dim})"),
-            format!("{payload} bytes"),
-        ));
+    let fixed = count * (8 + rows * 4);
+    let exact = kind != INSERT_LABELLED;
+    if (exact && payload != fixed) || payload < fixed + if exact { 0 } else { count * 4 } {
+        return Err(bad_payload(format!(
+            "{fixed} bytes ({count} ids, dim {dim}){}",
+            if exact { "" } else { " and the label counts" }
+        )));
     }
     let body = &b[RECORD_HEADER..];
     let ids: Vec<i64> = body[..count * 8]
         .chunks_exact(8)
         .map(|c| i64::from_le_bytes(c.try_into().expect("8")))
         .collect();
+    let words = |from: usize| {
+        body[from..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
+    };
     let op = match kind {
-        INSERT => Op::Insert {
+        DELETE => Op::Delete { ids },
+        _ => Op::Insert {
             ids,
-            vectors: body[count * 8..]
+            vectors: body[count * 8..fixed]
                 .chunks_exact(4)
                 .map(|c| f32::from_le_bytes(c.try_into().expect("4")))
                 .collect(),
+            labels: match exact {
+                true => Vec::new(),
+                false => {
+                    let counts: Vec<usize> = words(fixed).take(count).map(|c| c as usize).collect();
+                    let total: usize = counts.iter().sum();
+                    if payload != fixed + (count + total) * 4 {
+                        return Err(bad_payload(format!(
+                            "{} bytes ({count} ids, dim {dim}, {total} labels)",
+                            fixed + (count + total) * 4
+                        )));
+                    }
+                    let mut all = words(fixed + count * 4);
+                    counts
+                        .iter()
+                        .map(|&c| all.by_ref().take(c).collect())
+                        .collect()
+                }
+            },
         },
-        _ => Op::Delete { ids },
     };
     Ok(Record {
         seq: u64_at(b, 8),

@@ -7,22 +7,36 @@ use proptest::prelude::*;
 
 const P: &str = "/x/updates.wal";
 
-fn op(kind: bool, ids: Vec<i64>, dim: usize, seed: u32) -> Op {
-    match kind {
-        true => {
-            let vectors = (0..ids.len() * dim)
-                .map(|i| (i as u32 ^ seed) as f32 * 0.5 - 3.0)
-                .collect();
-            Op::Insert { ids, vectors }
-        }
-        false => Op::Delete { ids },
+/// Kind 0: an insert, 1: an insert with labels (0-3 a row, some rows
+/// none), 2: a delete.
+fn op(kind: u8, ids: Vec<i64>, dim: usize, seed: u32) -> Op {
+    if kind == 2 {
+        return Op::Delete { ids };
+    }
+    let vectors = (0..ids.len() * dim)
+        .map(|i| (i as u32 ^ seed) as f32 * 0.5 - 3.0)
+        .collect();
+    let labels = match kind {
+        0 => Vec::new(),
+        _ => (0..ids.len() as u32)
+            .map(|r| {
+                (0..(seed ^ r) % 4)
+                    .map(|j| seed.wrapping_mul(j + 1) ^ r)
+                    .collect()
+            })
+            .collect(),
+    };
+    Op::Insert {
+        ids,
+        vectors,
+        labels,
     }
 }
 
 fn ops() -> impl Strategy<Value = (usize, Vec<Op>)> {
     (1usize..6).prop_flat_map(|dim| {
         let one = (
-            any::<bool>(),
+            0u8..3,
             proptest::collection::vec(any::<i64>(), 0..5),
             any::<u32>(),
         )
@@ -109,7 +123,7 @@ proptest! {
 fn a_torn_tail_is_cut_and_appends_go_on_after_it() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join(WAL_FILE);
-    let (bytes, starts) = log_bytes(3, &[op(true, vec![1, 2], 3, 9), op(false, vec![5], 3, 0)]);
+    let (bytes, starts) = log_bytes(3, &[op(0, vec![1, 2], 3, 9), op(2, vec![5], 3, 0)]);
     // The second record half written, then zeros a crash left past it.
     let mut torn = bytes[..starts[1] + 10].to_vec();
     torn.extend_from_slice(&[0u8; 4096]);
@@ -117,11 +131,11 @@ fn a_torn_tail_is_cut_and_appends_go_on_after_it() {
     let (mut w, scan) = WalWriter::open(&path, 3).unwrap();
     assert!(matches!(scan.tail, Tail::Torn { offset, .. } if offset == starts[1] as u64));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), starts[1] as u64);
-    assert_eq!(w.append(0, &op(false, vec![6], 3, 0)).unwrap(), 2);
+    assert_eq!(w.append(0, &op(2, vec![6], 3, 0)).unwrap(), 2);
     let scan = read(&path, 3).unwrap();
     assert_eq!(
         ops_of(&scan),
-        vec![op(true, vec![1, 2], 3, 9), op(false, vec![6], 3, 0)]
+        vec![op(0, vec![1, 2], 3, 9), op(2, vec![6], 3, 0)]
     );
 }
 
@@ -132,21 +146,21 @@ fn a_rewritten_log_goes_on_from_its_first_sequence_number() {
     let kept = Record {
         seq: 41,
         batch: 3,
-        op: op(false, vec![9], 2, 0),
+        op: op(2, vec![9], 2, 0),
     };
     write_records(&path, 2, 41, std::slice::from_ref(&kept)).unwrap();
     let (mut w, scan) = WalWriter::open(&path, 2).unwrap();
     assert_eq!((scan.first_seq, scan.records.clone()), (41, vec![kept]));
-    assert_eq!(w.append(0, &op(true, vec![1], 2, 1)).unwrap(), 42);
+    assert_eq!(w.append(0, &op(0, vec![1], 2, 1)).unwrap(), 42);
     create(&path, 2, 50).unwrap();
     let (mut w, _) = WalWriter::open(&path, 2).unwrap();
-    assert_eq!(w.append(0, &op(false, vec![1], 2, 1)).unwrap(), 50);
+    assert_eq!(w.append(0, &op(2, vec![1], 2, 1)).unwrap(), 50);
     let wrong = Record {
         seq: 7,
         ..Record {
             seq: 0,
             batch: 0,
-            op: op(false, vec![], 2, 0),
+            op: op(2, vec![], 2, 0),
         }
     };
     let msg = write_records(&path, 2, 8, &[wrong])
@@ -160,7 +174,7 @@ fn a_rewritten_log_goes_on_from_its_first_sequence_number() {
 
 #[test]
 fn a_log_of_another_dimension_or_no_log_is_refused() {
-    let (bytes, _) = log_bytes(4, &[op(true, vec![1], 4, 0)]);
+    let (bytes, _) = log_bytes(4, &[op(0, vec![1], 4, 0)]);
     let msg = scan(&bytes, 8, Path::new(P)).unwrap_err().to_string();
     assert!(
         msg.contains(P) && msg.contains("dim: expected 8, found 4"),

@@ -2,7 +2,7 @@
 //! on every profile: each way returns only matches, and finds them; a
 //! filter that matches nothing answers empty without a read; one that
 //! matches everything answers as the unfiltered search; labels survive
-//! deletes and merges.
+//! inserts, deletes and merges.
 
 use crate::common;
 
@@ -14,13 +14,13 @@ use stratavec::labels::{Expr, LabelInput, LabelSets, Labels};
 use stratavec::update::live::LiveIndex;
 use stratavec::{Attached, Index, OpenOptions};
 
-const DIM: usize = 16;
-const N: usize = 3000;
+pub(crate) const DIM: usize = 16;
+pub(crate) const N: usize = 3000;
 
 /// Label l (0..6) on about 1 row in 2^l (label 0 on every other row ...),
 /// label 6 on rows that are multiples of 97 (~1%), label 7 on rows 5 and
 /// 11 only: selectivities from 50% to 0.07%.
-fn labels() -> LabelSets {
+pub(crate) fn labels() -> LabelSets {
     let rows: Vec<Vec<u32>> = (0..N as u64)
         .map(|r| {
             let h = r.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
@@ -37,11 +37,11 @@ fn labels() -> LabelSets {
     LabelSets::from_rows(rows.iter().map(|r| r.as_slice()), 8)
 }
 
-fn names() -> Vec<String> {
+pub(crate) fn names() -> Vec<String> {
     (0..8).map(|l| format!("tag:{l}")).collect()
 }
 
-fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str) {
+pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str) {
     let small = small_params(Metric::L2);
     let params = stratavec::BuildParams {
         metric: small.metric,
@@ -227,11 +227,31 @@ fn the_empty_and_the_whole_filter_answer_as_they_should() {
     assert_eq!(res.dists, plain.dists);
 }
 
+/// The labels inserted vector `id` (N.. N + 100) carries: none for the
+/// first 50 (inserted without labels), tag:1 and tag:7 on the others, and
+/// tag:0 on every other one of those.
+fn inserted_labels(id: i64) -> Vec<u32> {
+    match id - N as i64 {
+        i if i < 50 => vec![],
+        i if i % 2 == 0 => vec![0, 1, 7],
+        _ => vec![1, 7],
+    }
+}
+
+/// The labels of any live id.
+fn labels_of(id: i64) -> Vec<u32> {
+    match id < N as i64 {
+        true => labels().row(id as usize).to_vec(),
+        false => inserted_labels(id),
+    }
+}
+
 /// A live index: deleted rows never come back through a filter, inserted
-/// vectors (which carry no labels) match only filters an empty label set
-/// matches, and a merge keeps every kept row's labels.
+/// vectors match by the labels they were inserted with (none: as an empty
+/// set), and a merge keeps every kept row's labels and writes the
+/// inserted ones'.
 #[test]
-fn labels_survive_deletes_and_merges() {
+fn labels_survive_inserts_deletes_and_merges() {
     let (base, queries) = synth(N, 20, DIM, 563);
     let (more, _) = synth(100, 0, DIM, 564);
     let tmp = tempdir();
@@ -240,10 +260,14 @@ fn labels_survive_deletes_and_merges() {
     let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
     let gone: Vec<i64> = (0..N as i64).step_by(3).collect();
     index.remove(&gone, 0).unwrap();
-    index.add(&more, None, 0).unwrap();
+    index.add(&more[..50 * DIM], None, 0).unwrap();
+    let tagged: Vec<Vec<u32>> = (50..100).map(|i| inserted_labels(N as i64 + i)).collect();
+    index
+        .add_labelled(&more[50 * DIM..], None, &tagged, 0)
+        .unwrap();
     let p = search_params(10, 64);
     let check = |index: &LiveIndex, what: &str| {
-        for text in ["tag:1", "NOT tag:0"] {
+        for text in ["tag:1", "NOT tag:0", "tag:7 AND NOT tag:0"] {
             let e = index.parse_filter(text).unwrap();
             let nq = queries.len() / DIM;
             let r = index
@@ -260,27 +284,38 @@ fn labels_survive_deletes_and_merges() {
                     id % 3 != 0 || id >= N as i64,
                     "{what} {text}: deleted id {id} came back"
                 );
-                let row: Vec<u32> = match id < N as i64 {
-                    true => labels().row(id as usize).to_vec(),
-                    false => vec![],
-                };
-                assert!(e.matches(&row), "{what} {text}: id {id} does not match");
+                assert!(
+                    e.matches(&labels_of(id)),
+                    "{what} {text}: id {id} does not match"
+                );
             }
         }
-        // Inserted vectors have no labels: NOT tag:0 finds each (its own
-        // nearest), tag:1 never does.
-        let own = &more[..5 * DIM];
-        for (text, found) in [("NOT tag:0", true), ("tag:1", false)] {
+        // Each inserted vector is its own nearest: a filter finds it
+        // exactly when its labels match.
+        for text in ["NOT tag:0", "tag:1", "tag:7 AND NOT tag:0"] {
             let e = index.parse_filter(text).unwrap();
+            let own: Vec<usize> = vec![0, 1, 2, 50, 51, 52, 53];
+            let q: Vec<f32> = own
+                .iter()
+                .flat_map(|&i| more[i * DIM..(i + 1) * DIM].to_vec())
+                .collect();
             let r = index
-                .search_filtered(own, DIM, &p, &vec![Some(e); 5], FilterWay::Auto)
+                .search_filtered(
+                    &q,
+                    DIM,
+                    &p,
+                    &vec![Some(e.clone()); own.len()],
+                    FilterWay::Auto,
+                )
                 .unwrap();
-            for qi in 0..5 {
+            for (qi, &i) in own.iter().enumerate() {
+                let id = N as i64 + i as i64;
                 let first = r.ids[qi * 10];
                 assert_eq!(
-                    first == N as i64 + qi as i64,
-                    found,
-                    "{what} {text}: query {qi} found {first}"
+                    first == id,
+                    e.matches(&labels_of(id)),
+                    "{what} {text}: inserted id {id} (labels {:?}): found {first}",
+                    labels_of(id)
                 );
             }
         }
@@ -288,19 +323,60 @@ fn labels_survive_deletes_and_merges() {
     check(&index, "before the merge");
     index.merge(2, &stratavec::progress::Silent).unwrap();
     check(&index, "after the merge");
+    drop(index);
+    let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
+    check(&index, "reopened after the merge");
     index.with_base(|b| {
         let l = b.labels().expect("the merged generation keeps labels");
         assert_eq!(l.names(), names().as_slice());
-        let sets = labels();
         for row in 0..b.len() as u32 {
             let id = b.ids().map_or(row as i64, |m| m.get(row));
-            let want: Vec<u32> = match id < N as i64 {
-                true => sets.row(id as usize).to_vec(),
-                false => vec![],
-            };
-            assert_eq!(l.row(row as usize), want, "row {row} (id {id})");
+            assert_eq!(l.row(row as usize), labels_of(id), "row {row} (id {id})");
         }
     });
+}
+
+/// Labelled inserts survive a reopen (replayed from the log), and labels
+/// the index cannot hold are refused, naming the row and the label.
+#[test]
+fn inserted_labels_are_logged_and_checked() {
+    let (base, _) = synth(N, 0, DIM, 571);
+    let (more, _) = synth(4, 0, DIM, 572);
+    let tmp = tempdir();
+    let dir = tmp.path().join("index");
+    build_labelled(&dir, &base, "diskann");
+    let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
+    let sets = vec![vec![7], vec![], vec![2, 7], vec![3]];
+    index.add_labelled(&more, None, &sets, 0).unwrap();
+    let err = index
+        .add_labelled(&more[..DIM], None, &[vec![8]], 0)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&err, &["labels of row 0", "below 8", "found 8"]);
+    let err = index
+        .add_labelled(&more[..2 * DIM], None, &[vec![1]], 0)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&err, &["labels to insert", "2 sets", "found 1"]);
+    drop(index);
+    let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
+    let e = index.parse_filter("tag:7").unwrap();
+    let p = search_params(10, 64);
+    let r = index
+        .search_filtered(&more, DIM, &p, &vec![Some(e); 4], FilterWay::Auto)
+        .unwrap();
+    let first: Vec<i64> = (0..4).map(|qi| r.ids[qi * 10]).collect();
+    let n = N as i64;
+    assert_eq!(
+        &first[..1],
+        &[n],
+        "inserted with tag:7, found after a reopen"
+    );
+    assert_eq!(first[2], n + 2);
+    assert!(
+        first[1] != n + 1 && first[3] != n + 3,
+        "{first:?}: rows without tag:7 came back"
+    );
 }
 
 #[test]

@@ -21,6 +21,7 @@ mod engine_duplicates;
 mod engine_f16;
 mod engine_faults;
 mod engine_filtered;
+mod engine_filtered_props;
 mod engine_fit;
 mod engine_generations;
 mod engine_gorgeous;

@@ -4,8 +4,9 @@
 //! matches compared in full (it holds at most its share of the budget,
 //! a few thousand vectors), the two merged by distance.
 //!
-//! Inserted vectors carry no labels yet: a filter matches them as it
-//! matches a vector with none (`NOT pos:v` does, `pos:n` does not).
+//! Inserted vectors carry the labels they were inserted with
+//! (`LiveIndex::add_labelled`), or none: a filter matches a vector without
+//! labels as it matches any empty set (`NOT pos:v` does, `pos:n` does not).
 
 use super::*;
 use crate::index::filtered::{Allowed, FilterWay};
@@ -64,10 +65,14 @@ impl LiveIndex {
                         hits.push((base.dists[qi * k + j], id));
                     }
                 }
-                let admits = filters[qi].as_ref().is_none_or(|e| e.matches(&[]));
-                if admits && !delta_rows.is_empty() {
+                if !delta_rows.is_empty() {
                     let q = prepare(&queries[qi * dim..(qi + 1) * dim], metric);
-                    for &r in &delta_rows {
+                    let admits = |r: u32| {
+                        filters[qi]
+                            .as_ref()
+                            .is_none_or(|e| e.matches(s.delta.labels(r)))
+                    };
+                    for &r in delta_rows.iter().filter(|&&r| admits(r)) {
                         let d = reported_distance(metric, s.delta.distance(&q, r));
                         hits.push((d, s.delta.id(r)));
                     }

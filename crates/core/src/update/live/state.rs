@@ -101,6 +101,44 @@ impl State {
         self.delta_rows.contains_key(&id) || self.base_row(id).is_some()
     }
 
+    /// Refuses labels that do not fit a batch of `n` vectors or this index.
+    pub(super) fn check_labels(&self, n: usize, labels: &[Vec<u32>]) -> Result<()> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        let Some(known) = self.base.labels() else {
+            return Err(Error::argument(
+                "labels to insert",
+                "an index built with labels (build --labels)",
+                "an index without labels",
+            ));
+        };
+        // An index with names names every label it holds (a merge writes
+        // them with the labels): a new label needs a name first.
+        let named = known.names().len() as u32;
+        if named > 0 {
+            let bad = labels
+                .iter()
+                .enumerate()
+                .find_map(|(i, l)| l.iter().find(|&&x| x >= named).map(|&x| (i, x)));
+            if let Some((i, x)) = bad {
+                return Err(Error::argument(
+                    format!("labels of row {i}"),
+                    format!("label ids below {named} (the labels the index names)"),
+                    x,
+                ));
+            }
+        }
+        if labels.len() != n {
+            return Err(Error::argument(
+                "labels to insert",
+                format!("{n} sets (one a vector)"),
+                labels.len(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses a batch that cannot be inserted as it is, naming the row and
     /// the value; returns the ids it gets.
     pub(super) fn check_insert(&self, vectors: &[f32], ids: Option<&[i64]>) -> Result<Vec<i64>> {
@@ -168,8 +206,12 @@ impl State {
             first_id: NO_ID,
         };
         match &r.op {
-            Op::Insert { ids, vectors } => {
-                self.insert_rows(ids, vectors);
+            Op::Insert {
+                ids,
+                vectors,
+                labels,
+            } => {
+                self.insert_rows(ids, vectors, labels);
                 applied.count = ids.len();
                 applied.first_id = ids.first().copied().unwrap_or(NO_ID);
             }
@@ -198,13 +240,18 @@ impl State {
     /// at a time: the writer applies a batch in the same chunks (each under
     /// its own hold of the lock), so a replay of the log makes the same
     /// delta graph, and a reopen answers as the writer did.
-    pub(super) fn insert_rows(&mut self, ids: &[i64], vectors: &[f32]) {
+    pub(super) fn insert_rows(&mut self, ids: &[i64], vectors: &[f32], labels: &[Vec<u32>]) {
         let dim = self.base.dim();
-        for (c, v) in ids
+        for (i, (c, v)) in ids
             .chunks(APPLY_CHUNK)
             .zip(vectors.chunks(APPLY_CHUNK * dim))
+            .enumerate()
         {
-            let first = self.delta.insert(c, v);
+            let l = match labels.is_empty() {
+                true => &[][..],
+                false => &labels[i * APPLY_CHUNK..i * APPLY_CHUNK + c.len()],
+            };
+            let first = self.delta.insert(c, v, l);
             for (i, &id) in c.iter().enumerate() {
                 self.delta_rows.insert(id, first + i as u32);
                 self.next_id = self.next_id.max(id.saturating_add(1));
