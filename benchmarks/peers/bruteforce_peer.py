@@ -51,5 +51,19 @@ class BruteForce(Peer):
     def search_one(self, query, k, value):
         return self._knn(query[None, :], k)[0]
 
+    def prepare_filters(self, allowed, labels):
+        return allowed
+
+    def search_filtered(self, queries, k, value, filters):
+        """Exact over each query's matching rows: the filtered truth."""
+        out = np.full((queries.shape[0], k), -1, dtype=np.int64)
+        for i, rows in enumerate(filters):
+            if rows.size == 0:
+                continue
+            d = self.norms[rows] - 2.0 * (self.base[rows] @ queries[i])
+            top = np.argsort(d, kind="stable")[:k]
+            out[i, : top.size] = rows[top]
+        return out
+
 
 PEER = BruteForce

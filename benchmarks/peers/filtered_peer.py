@@ -8,8 +8,10 @@ filter track's format), their bands (`query.filters.tsv`) and the filtered
 truth (`gt.filtered.ibin`) are read here. Each query's matching rows are
 computed before any timing, as the bench computes stratavec's (a peer's
 filter is then only a membership test, the cheapest a caller can give it).
-A peer filters through `search_filtered(queries, k, value, allowed)`, one
-set of allowed rows a query, returning a (nq, k) id array padded with -1.
+A peer makes its form of each query's filter once a band, untimed
+(`prepare_filters(allowed, labels)`: the matching rows, the labels the
+query ANDs), and searches with it (`search_filtered(queries, k, value,
+filters)`), returning a (nq, k) id array padded with -1.
 
 Requests on stdin: {"L": 40, "round": 1, "band": 2}; one row out each,
 with the fields `bench-filtered` writes for its own points.
@@ -98,6 +100,7 @@ class FilteredSet:
         if bptr.size - 1 != n:
             raise SystemExit(f"base.labels.spmat: rows: expected {n} (base.fbin's), found {bptr.size - 1}")
         self.allowed = allowed_rows(qptr, qind, postings(bptr, bind), n)
+        self.labels = [qind[qptr[i]:qptr[i + 1]].astype(np.int64) for i in range(nq)]
         self.gt_ids, self.gt_d = read_gt(os.path.join(data, "gt.filtered.ibin"))
         self.bands = bands(os.path.join(data, "query.filters.tsv"), nq)
         self.n = n
@@ -108,8 +111,9 @@ class FilteredSet:
             raise ValueError(f"band {b}: expected one of {sorted(self.bands)}")
         m = np.asarray(members)
         allowed = [self.allowed[i] for i in members]
+        labels = [self.labels[i] for i in members]
         selectivity = float(np.mean([a.size for a in allowed])) / self.n
-        return self.queries[m], allowed, self.gt_ids[m], self.gt_d[m], selectivity
+        return self.queries[m], allowed, labels, self.gt_ids[m], self.gt_d[m], selectivity
 
 
 def serve(args, peer, out, version: str) -> int:
@@ -128,14 +132,14 @@ def serve(args, peer, out, version: str) -> int:
             value, round_, band = int(req["L"]), int(req.get("round", 0)), int(req["band"])
             if value < 1:
                 raise ValueError(f"L must be at least 1, found {value}")
-            queries, allowed, gt_ids, gt_d, sel = fs.band(band)
+            queries, allowed, labels, gt_ids, gt_d, sel = fs.band(band)
         except (ValueError, KeyError, TypeError) as e:
             out.emit({"error": f"bad request {line.strip()!r}: expected {{\"L\": int, \"round\": int, \"band\": int}} ({e})"})
             continue
         if band not in prepared:
             # The peer's form of the filter (a set, a SQL predicate), made
             # once a band and outside the timing, as stratavec's bitmaps are.
-            prepared[band] = peer.prepare_filters(allowed)
+            prepared[band] = peer.prepare_filters(allowed, labels)
         filters = prepared[band]
         ru0, io0, t0 = resource.getrusage(resource.RUSAGE_SELF), proc_io(), time.perf_counter()
         ids = peer.search_filtered(queries, args.k, value, filters)

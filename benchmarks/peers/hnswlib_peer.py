@@ -80,7 +80,7 @@ class Hnswlib(Peer):
         ids, _ = self.index.knn_query(query, k=k, num_threads=1)
         return ids
 
-    def prepare_filters(self, allowed):
+    def prepare_filters(self, allowed, labels):
         return [set(a.tolist()) for a in allowed]
 
     def search_filtered(self, queries, k, value, filters):

@@ -239,6 +239,9 @@ class LanceDbIvfPq(Peer):
             "table": TABLE,
             "columns": {"id": "int64", "vector": f"fixed_size_list<float32, {d}>"},
             "build_threads": a.build_threads,
+            # Filtered runs (run_peer.py --filtered) keep each row's labels
+            # in a list column with Lance's LABEL_LIST scalar index.
+            **({"labels": "list<int32> from base.labels.spmat, LABEL_LIST index"} if getattr(a, "filtered", False) else {}),
         }
 
     def build(self, base_path: str, index_dir: str, params: dict) -> dict:
@@ -255,16 +258,27 @@ class LanceDbIvfPq(Peer):
             log(f"note: --ivf-nlist {params['num_partitions_requested']} clamped to "
                 f"{params['num_partitions']} (at most n/40 for n={n})")
         base = read_fbin(base_path, mmap=True)
-        schema = pa.schema([pa.field("id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), d))])
+        fields = [pa.field("id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), d))]
+        labels = None
+        if "labels" in params:
+            from filtered_peer import read_spmat
+
+            labels = read_spmat(os.path.join(os.path.dirname(base_path), "base.labels.spmat"))
+            if labels[0].size - 1 != n:
+                raise SystemExit(f"base.labels.spmat: rows: expected {n} (base.fbin's), found {labels[0].size - 1}")
+            fields.append(pa.field("labels", pa.list_(pa.int32())))
+        schema = pa.schema(fields)
 
         def batches():
             for s in range(0, n, WRITE_ROWS):
                 e = min(n, s + WRITE_ROWS)
                 flat = pa.array(np.ascontiguousarray(base[s:e], dtype=np.float32).reshape(-1))
-                yield pa.record_batch(
-                    [pa.array(np.arange(s, e, dtype=np.int64)), pa.FixedSizeListArray.from_arrays(flat, d)],
-                    schema=schema,
-                )
+                cols = [pa.array(np.arange(s, e, dtype=np.int64)), pa.FixedSizeListArray.from_arrays(flat, d)]
+                if labels is not None:
+                    indptr, indices = labels
+                    offsets = (indptr[s:e + 1] - indptr[s]).astype(np.int32)
+                    cols.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(indices[indptr[s]:indptr[e]])))
+                yield pa.record_batch(cols, schema=schema)
 
         db = lancedb.connect(index_dir)
         t0 = time.perf_counter()
@@ -286,9 +300,12 @@ class LanceDbIvfPq(Peer):
             ),
         )
         index_s = time.perf_counter() - t0
-        idx = tbl.list_indices()
+        vector_index = [i for i in tbl.list_indices() if "vector" in i.columns]
+        if labels is not None:
+            tbl.create_scalar_index("labels", index_type="LABEL_LIST")
+        idx = vector_index
         if len(idx) != 1:
-            raise SystemExit(f"lancedb: expected one index, found {idx}")
+            raise SystemExit(f"lancedb: expected one vector index, found {tbl.list_indices()}")
         stats = tbl.index_stats(idx[0].name)
         if stats.num_indexed_rows != n or stats.num_unindexed_rows:
             raise SystemExit(f"lancedb: index covers {stats.num_indexed_rows} rows of {n} ({stats})")
@@ -454,6 +471,34 @@ class LanceDbIvfPq(Peer):
     def search_one(self, query, k, value):
         t = self.io.run(self._query(query, k, value))
         return self._unpack(t, 1, k)[0]
+
+    def prepare_filters(self, allowed, labels):
+        """Each query's filter as Lance SQL over the labels column (its
+        LABEL_LIST index answers array_has_all), pre-filtering: LanceDB
+        searches the vector index among the rows the predicate selects."""
+        return [f"array_has_all(labels, [{', '.join(str(int(x)) for x in ls)}])" if len(ls) else None
+                for ls in labels]
+
+    def search_filtered(self, queries, k, value, filters):
+        """One call a query (a predicate applies to a whole call), --threads
+        calls in flight."""
+        nq = len(queries)
+        out = np.full((nq, k), -1, dtype=np.int64)
+
+        async def one(i, gate):
+            async with gate:
+                q = (self.tbl.query().nearest_to(queries[i]).nprobes(value).refine_factor(REFINE_FACTOR)
+                     .limit(k).select(["id", "_distance"]))
+                if filters[i] is not None:
+                    q = q.where(filters[i])
+                out[i] = self._unpack(await q.to_arrow(), 1, k)[0]
+
+        async def run_all():
+            gate = asyncio.Semaphore(max(1, self.args.threads))
+            await asyncio.gather(*(one(i, gate) for i in range(nq)))
+
+        self.io.run(run_all())
+        return out
 
 
 PEER = LanceDbIvfPq

@@ -245,9 +245,10 @@ class Peer:
     def search_one(self, query: np.ndarray, k: int, value: int) -> np.ndarray:
         raise NotImplementedError
 
-    def prepare_filters(self, allowed: list) -> object:
-        """The peer's form of each query's matching rows (`allowed`: a
-        sorted array of row numbers a query), made outside the timing."""
+    def prepare_filters(self, allowed: list, labels: list) -> object:
+        """The peer's form of each query's filter, made outside the timing:
+        from its matching rows (`allowed`, sorted row numbers) or the
+        labels it ANDs (`labels`), one array a query."""
         raise SystemExit(f"peer {self.key} has no filtered search")
 
     def search_filtered(self, queries: np.ndarray, k: int, value: int, filters: object) -> np.ndarray:

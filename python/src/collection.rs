@@ -514,7 +514,7 @@ impl Collection {
     /// takes them: the engine's parameter set, each segment's defaults.
     #[pyo3(signature = (
         queries, k = 10, *, probe = None, probe_shrink = None, return_stats = false,
-        on_error = "raise", **params
+        on_error = "raise", filter = None, filter_way = "auto", **params
     ))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
@@ -526,6 +526,8 @@ impl Collection {
         probe_shrink: Option<f64>,
         return_stats: bool,
         on_error: &str,
+        filter: Option<&Bound<'py, PyAny>>,
+        filter_way: &str,
         params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let this = slf.get();
@@ -542,8 +544,18 @@ impl Collection {
             .map_err(to_py)?;
         let dim = this.inner.dim();
         let (q, nq) = query_rows(py, queries, dim, "collection")?;
+        let way = crate::filter_way_arg(filter_way)?;
+        let filters = match filter {
+            Some(f) if !f.is_none() => {
+                Some(crate::filters_arg(f, nq, |t| this.inner.parse_filter(t))?)
+            }
+            _ => None,
+        };
         let res = py
-            .detach(|| this.inner.search_batch(&q, dim, &params, &probe))
+            .detach(|| match &filters {
+                Some(f) => this.inner.search_filtered(&q, dim, &params, &probe, f, way),
+                None => this.inner.search_batch(&q, dim, &params, &probe),
+            })
             .map_err(to_py)?;
         let batch = as_batch(&res);
         check_failures(py, &batch, nq, mask)?;

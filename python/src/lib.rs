@@ -251,7 +251,7 @@ fn label_sets(obj: &Bound<'_, PyAny>) -> PyResult<stratavec::labels::LabelSets> 
 }
 
 /// `filter_way=`: "auto", "pre", "in-search" or "post".
-fn filter_way_arg(way: &str) -> PyResult<stratavec::index::filtered::FilterWay> {
+pub(crate) fn filter_way_arg(way: &str) -> PyResult<stratavec::index::filtered::FilterWay> {
     use stratavec::index::filtered::FilterWay;
     Ok(match way {
         "auto" => FilterWay::Auto,
@@ -435,35 +435,34 @@ struct Index {
     inner: LiveIndex,
 }
 
-impl Index {
-    /// `filter=`: one expression (str) for every query, or a list with
-    /// one a query (str or None), parsed against the index's labels.
-    fn filters(
-        &self,
-        f: &Bound<'_, PyAny>,
-        nq: usize,
-    ) -> PyResult<Vec<Option<stratavec::labels::Expr>>> {
-        if let Ok(text) = f.extract::<String>() {
-            let e = self.inner.parse_filter(&text).map_err(to_py)?;
-            return Ok(vec![Some(e); nq]);
-        }
-        let list: Vec<Option<String>> = f.extract().map_err(|_| {
-            PyTypeError::new_err(
-                "filter: expected an expression (str) or a list of them, one a query",
-            )
-        })?;
-        if list.len() != nq {
-            return Err(PyValueError::new_err(format!(
-                "filter: expected one a query ({nq}), found {}",
-                list.len()
-            )));
-        }
-        list.iter()
-            .map(|t| t.as_deref().map(|t| self.inner.parse_filter(t)).transpose())
-            .collect::<stratavec::Result<_>>()
-            .map_err(to_py)
+/// `filter=`: one expression (str) for every query, or a list with one a
+/// query (str or None), each parsed by `parse` (an index's or a
+/// collection's labels).
+pub(crate) fn filters_arg(
+    f: &Bound<'_, PyAny>,
+    nq: usize,
+    parse: impl Fn(&str) -> stratavec::Result<stratavec::labels::Expr>,
+) -> PyResult<Vec<Option<stratavec::labels::Expr>>> {
+    if let Ok(text) = f.extract::<String>() {
+        let e = parse(&text).map_err(to_py)?;
+        return Ok(vec![Some(e); nq]);
     }
+    let list: Vec<Option<String>> = f.extract().map_err(|_| {
+        PyTypeError::new_err("filter: expected an expression (str) or a list of them, one a query")
+    })?;
+    if list.len() != nq {
+        return Err(PyValueError::new_err(format!(
+            "filter: expected one a query ({nq}), found {}",
+            list.len()
+        )));
+    }
+    list.iter()
+        .map(|t| t.as_deref().map(&parse).transpose())
+        .collect::<stratavec::Result<_>>()
+        .map_err(to_py)
+}
 
+impl Index {
     /// The search parameters `kwargs` ask for, over the index's defaults
     /// (`Index::search_defaults`), with `extra` where not given.
     fn params(
@@ -902,7 +901,7 @@ impl Index {
         let (q, nq) = this.queries(py, queries)?;
         let way = filter_way_arg(filter_way)?;
         let filters = match filter {
-            Some(f) if !f.is_none() => Some(this.filters(f, nq)?),
+            Some(f) if !f.is_none() => Some(filters_arg(f, nq, |t| this.inner.parse_filter(t))?),
             _ => None,
         };
         let dim = q.len() / nq.max(1);

@@ -220,5 +220,7 @@ class Collection:
         probe_shrink: Optional[float] = None,
         return_stats: bool = False,
         on_error: str = "raise",
+        filter: Any = None,
+        filter_way: str = "auto",
         **params: Unpack[SearchParams],
     ) -> Tuple[Any, ...]: ...

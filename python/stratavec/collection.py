@@ -137,6 +137,8 @@ def build_collection(
     metric: str = "l2",
     memory_budget_mb: Optional[float] = None,
     ids: Optional[Any] = None,
+    labels: Optional[Any] = None,
+    label_names: Optional[Any] = None,
     seed: int = 42,
     **build_kwargs: Any,
 ) -> Dict[str, Any]:
@@ -144,8 +146,11 @@ def build_collection(
     indexes, built one after another in this process with the keyword
     arguments of :func:`stratavec.build_index` (``profile=``, ...), each
     with its share of ``memory_budget_mb``. ``partition="kmeans"`` lets
-    searches skip far segments (``probe=``). Returns the collection's
-    description (:func:`collection_info`) with ``"build_s"``."""
+    searches skip far segments (``probe=``). ``labels=`` (a list of label
+    id lists, one a vector, or a scipy CSR matrix) and ``label_names=``
+    go to each segment for its rows, so :meth:`Collection.search` filters
+    (``filter=``) as an index does. Returns the collection's description
+    (:func:`collection_info`) with ``"build_s"``."""
     from . import build_index
 
     t0 = time.perf_counter()
@@ -157,13 +162,17 @@ def build_collection(
         ids=None if ids is None else np.asarray(ids),
         memory_budget_mb=memory_budget_mb,
     )
+    rows_of = _label_lists(labels, len(xb))
     staged = staging_dir(collection_dir)
     try:
         for job in jobs:
+            seg_labels = None if rows_of is None else [rows_of[r] for r in job.rows]
             build_index(
                 np.ascontiguousarray(xb[job.rows]),
                 staged / job.dir_name,
                 ids=job.ids,
+                labels=seg_labels,
+                label_names=label_names if rows_of is not None else None,
                 metric=metric,
                 seed=seed,
                 memory_budget_mb=job.memory_budget_mb,
@@ -181,6 +190,23 @@ def build_collection(
             shutil.rmtree(staged, ignore_errors=True)
     info["build_s"] = time.perf_counter() - t0
     return info
+
+
+def _label_lists(labels: Any, n: int) -> Optional[list]:
+    """``labels=`` of a collection build as one list of ids a row (a
+    segment takes its rows'), or None."""
+    if labels is None:
+        return None
+    if hasattr(labels, "tocsr"):
+        m = labels.tocsr()
+        rows = [m.indices[m.indptr[r]:m.indptr[r + 1]].tolist() for r in range(m.shape[0])]
+    elif isinstance(labels, (str, os.PathLike)):
+        raise TypeError("labels: a collection build takes lists of label ids or a scipy CSR matrix, not a path")
+    else:
+        rows = [np.asarray(r).reshape(-1).tolist() for r in labels]
+    if len(rows) != n:
+        raise ValueError(f"labels: expected one row a vector ({n}), found {len(rows)}")
+    return rows
 
 
 class Collection:
@@ -286,6 +312,8 @@ class Collection:
         probe_shrink: Optional[float] = None,
         return_stats: bool = False,
         on_error: str = "raise",
+        filter: Any = None,
+        filter_way: str = "auto",
         **params: Any,
     ) -> Tuple[Any, ...]:
         """Search like :meth:`stratavec.Index.search` in every segment a
@@ -298,7 +326,10 @@ class Collection:
         holds global ids. ``return_stats`` adds per-query counters summed
         over the segments, ``merge_s`` and ``segment_queries``. The other
         keywords are :meth:`stratavec.Index.search`'s (``complexity``,
-        ``beam_width``, ``threads``, ...), applied in every segment."""
+        ``beam_width``, ``threads``, ...), applied in every segment, and
+        ``filter=`` / ``filter_way=`` for a collection built with labels:
+        each segment filters its own rows (the statistics count every
+        segment's search)."""
         return self._c.search(
             queries,
             k,
@@ -306,6 +337,8 @@ class Collection:
             probe_shrink=probe_shrink,
             return_stats=return_stats,
             on_error=on_error,
+            filter=filter,
+            filter_way=filter_way,
             **params,
         )
 

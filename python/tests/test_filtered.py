@@ -164,3 +164,26 @@ def test_inserted_vectors_carry_their_labels_through_a_merge(tmp_path):
     check(idx, "merged")
     del idx
     check(stratavec.Index.open(d), "reopened")
+
+
+def test_a_collection_built_with_labels_filters_in_every_segment(tmp_path):
+    """`build_collection(labels=, label_names=)`: each segment keeps its
+    rows' labels; `Collection.search(filter=...)` returns only matches,
+    found as brute force finds them, with global ids."""
+    from stratavec.collection import Collection, build_collection
+
+    x = clustered(N, 10)
+    d = tmp_path / "coll"
+    build_collection(x, d, segments=3, partition="kmeans", labels=label_rows(), label_names=NAMES,
+                     graph_degree=24, complexity=48, pq_bytes=8, threads=2)
+    c = Collection.open(d)
+    q = clustered(20, 11)
+    for expr, match in (("tenth", lambda r: r % 10 == 0), ("rare OR two", lambda r: r % 97 == 0 or r in (4, 9))):
+        D, I = c.search(q, 10, filter=expr, complexity=64)
+        assert all(match(int(i)) for i in I.ravel() if i >= 0), (expr, I)
+        rows = [r for r in range(N) if match(r)]
+        truth = brute(x, rows, q, 10)
+        hits = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I, truth))
+        assert hits / truth.size >= 0.85, (expr, hits / truth.size)
+    with pytest.raises(ValueError, match="thrid"):
+        c.search(q, 10, filter="thrid")

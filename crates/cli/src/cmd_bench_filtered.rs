@@ -41,11 +41,13 @@ pub struct Args {
     /// callback), in their own virtualenvs.
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
-    /// The peers' sweep (hnswlib's `ef`), when not `--sweep`: a filtered
-    /// hnswlib search calls back into Python for every candidate, so its
-    /// long lists take seconds a band.
-    #[arg(long, value_delimiter = ',')]
-    peer_sweep: Vec<usize>,
+    /// The peers' sweep when not `--sweep`: `L,L,...` for every peer, or
+    /// `PEER=L,L,...` for one (repeat the flag). hnswlib's `ef` calls back
+    /// into Python for every candidate, so its long lists take seconds a
+    /// band; LanceDB's `nprobes` must reach most of its partitions before a
+    /// selective filter finds its matches.
+    #[arg(long)]
+    peer_sweep: Vec<String>,
     /// The ways to time: each forced on every query, and auto.
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = [FilterWay::Auto, FilterWay::Pre, FilterWay::InSearch, FilterWay::Post])]
     ways: Vec<FilterWay>,
@@ -145,18 +147,14 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut peers = start_peers(&a, &name, budget)?;
     let band_numbers: Vec<usize> = bands.iter().map(|b| b.band).collect();
-    let peer_sweep = match a.peer_sweep.is_empty() {
-        true => &a.sweep,
-        false => &a.peer_sweep,
-    };
     // Interleaved: a round times every system, band, way and L once.
     for round in 0..a.rounds {
         for o in &own {
             o.round(&a, round, &mut rows)?;
         }
-        for peer in &mut peers {
+        for (peer, sweep) in &mut peers {
             for &band in &band_numbers {
-                for &l in peer_sweep {
+                for &l in sweep.iter() {
                     let row = peer.band_point(l, round, band)?;
                     log_point(&peer.name, round, band, "peer", l, &row);
                     rows.emit(vec![row])?;
@@ -164,7 +162,7 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
     }
-    for peer in peers {
+    for (peer, _) in peers {
         peer.finish()?;
     }
     eprintln!("bench-filtered: rows written to {}", a.out.display());
@@ -183,11 +181,17 @@ impl Own {
     /// One round: every band, list size and way timed once. The ways of
     /// one L run back to back, so the ratio of two ways at a point compares
     /// passes a second apart, not the two ends of a band's sweep (the
-    /// device's rate drifts over minutes).
+    /// device's rate drifts over minutes); odd rounds run them in reverse,
+    /// so neither way always follows the other (a second pass over the
+    /// same rows finds the device's own cache warmer).
     fn round(&self, a: &Args, round: usize, rows: &mut Rows) -> Result<()> {
+        let mut ways = a.ways.clone();
+        if round % 2 == 1 {
+            ways.reverse();
+        }
         for set in &self.sets {
             for &l in &a.sweep {
-                for &way in &a.ways {
+                for &way in &ways {
                     let p = stratavec::SearchParams {
                         complexity: l.max(a.k),
                         ..self.warm.clone()
@@ -213,15 +217,39 @@ fn log_point(system: &str, round: usize, band: usize, way: &str, l: usize, row: 
     );
 }
 
+/// `--peer-sweep` for `peer`: its own list, else the list for every
+/// peer, else `--sweep`.
+fn sweep_of(a: &Args, peer: &str) -> Result<Vec<usize>> {
+    let parse = |list: &str| -> Result<Vec<usize>> {
+        list.split(',')
+            .map(|x| {
+                x.trim().parse::<usize>().with_context(|| {
+                    format!("--peer-sweep: expected list sizes (integers), found {x:?}")
+                })
+            })
+            .collect()
+    };
+    let own = a
+        .peer_sweep
+        .iter()
+        .find_map(|s| s.strip_prefix(peer).and_then(|r| r.strip_prefix('=')));
+    let every = a.peer_sweep.iter().find(|s| !s.contains('='));
+    match own.or(every.map(String::as_str)) {
+        Some(list) => parse(list),
+        None => Ok(a.sweep.clone()),
+    }
+}
+
 /// Every `--peers` engine started on the filtered queries (each builds or
-/// reuses its index in `--work`, then loads it).
-fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<peers::Peer>> {
+/// reuses its index in `--work`, then loads it), with its sweep.
+fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<(peers::Peer, Vec<usize>)>> {
     let repo = std::env::current_dir()?;
     let mut out = Vec::new();
     for peer in &a.peers {
         eprintln!("bench-filtered: starting peer {peer}");
         let idx = a.work.join(format!("{name}-peer-{peer}"));
-        out.push(peers::Peer::start(&peers::PeerRun {
+        let sweep = sweep_of(a, peer)?;
+        let started = peers::Peer::start(&peers::PeerRun {
             repo: &repo,
             peer,
             data: &a.data,
@@ -229,11 +257,7 @@ fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<peers::Peer>> {
             threads: a.threads,
             build_threads: a.threads,
             k: a.k,
-            sweep: if a.peer_sweep.is_empty() {
-                &a.sweep
-            } else {
-                &a.peer_sweep
-            },
+            sweep: &sweep,
             memory_budget_mb: budget as f64 / 1e6,
             pq_bytes: a.pq_bytes,
             graph_degree: a.graph_degree,
@@ -243,7 +267,8 @@ fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<peers::Peer>> {
             rebuild: a.rebuild,
             min_pass_s: a.min_pass_seconds,
             filtered: true,
-        })?);
+        })?;
+        out.push((started, sweep));
     }
     Ok(out)
 }

@@ -67,10 +67,6 @@ impl Args {
         self.json
     }
 
-    pub fn labels_given(&self) -> bool {
-        self.labels.is_some()
-    }
-
     pub fn table_columns_given(&self) -> bool {
         self.column.is_some() || self.id_column.is_some()
     }
@@ -78,9 +74,9 @@ impl Args {
 
 /// The --labels matrix and the names for it (--label-names, or the
 /// `labels.tsv` beside the matrix).
-type ReadLabels = (Option<stratavec::labels::LabelSets>, Option<Vec<String>>);
+pub(crate) type ReadLabels = (Option<stratavec::labels::LabelSets>, Option<Vec<String>>);
 
-fn read_labels(a: &Args) -> Result<ReadLabels> {
+pub(crate) fn read_labels(a: &Args) -> Result<ReadLabels> {
     let Some(path) = &a.labels else {
         return Ok((None, None));
     };

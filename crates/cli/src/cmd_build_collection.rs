@@ -1,6 +1,7 @@
 //! `stratavec build-collection DATA DIR --segments N [--partition range|kmeans]`:
 //! a collection of N segment indexes, built one after another with the
-//! build's own options (each segment gets its share of --memory-budget-mb).
+//! build's own options (each segment gets its share of --memory-budget-mb,
+//! and the --labels of its rows).
 
 use crate::cmd_build;
 use crate::progress::Bars;
@@ -35,12 +36,11 @@ pub fn run(a: Args) -> Result<()> {
             data.display()
         );
     }
-    if a.build.labels_given() {
-        anyhow::bail!(
-            "--labels: expected an index build (`stratavec build`), found build-collection: \
-             collections do not keep labels yet"
-        );
-    }
+    let (sets, names) = cmd_build::read_labels(&a.build)?;
+    let labels = sets.as_ref().map(|sets| stratavec::labels::LabelInput {
+        sets,
+        names: names.as_deref(),
+    });
     let file = stratavec::data::open(data)?;
     let vectors = file.vectors().ok_or_else(|| {
         anyhow::anyhow!(
@@ -52,7 +52,7 @@ pub fn run(a: Args) -> Result<()> {
     let bars = Bars::default();
     let built = build_collection(
         vectors,
-        None,
+        stratavec::Attached { ids: None, labels },
         &data.display().to_string(),
         dir,
         &params,

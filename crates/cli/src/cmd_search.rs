@@ -221,7 +221,14 @@ pub fn run(a: Args) -> Result<()> {
     for (l, params) in requests {
         let (res, merge_share) = match &filters {
             Some(f) => (
-                index.search_filtered(&queries, qfile.dim(), &params, f, a.filter_way),
+                index.search_filtered(
+                    &queries,
+                    qfile.dim(),
+                    &params,
+                    probe.as_ref(),
+                    f,
+                    a.filter_way,
+                ),
                 None,
             ),
             None => match index.search(&queries, qfile.dim(), &params, probe.as_ref()) {

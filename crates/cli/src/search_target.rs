@@ -107,17 +107,18 @@ pub trait Target: Send + Sync {
     fn pending(&self) -> (usize, usize);
     /// [`Target::search`] with each query's filter (issue #56), searched
     /// the way `way` asks. Only an index built with labels filters.
+    #[allow(clippy::too_many_arguments)]
     fn search_filtered(
         &self,
         _queries: &[f32],
         _dim: usize,
         _params: &SearchParams,
+        _probe: Option<&Probe>,
         _filters: &Filters,
         _way: FilterWay,
     ) -> Result<BatchResult> {
         anyhow::bail!(
-            "--filter: expected an index built with labels, found a {} (collections do not \
-             keep labels yet)",
+            "--filter: expected an index or collection built with labels, found a {}",
             self.kind()
         )
     }
@@ -126,17 +127,18 @@ pub trait Target: Send + Sync {
     /// path (a server quotes it to its client).
     fn parse_filters(&self, _texts: &[Option<String>]) -> Result<Vec<Option<Expr>>> {
         anyhow::bail!(
-            "filter: expected an index built with labels, found a {} (collections do not keep \
-             labels yet)",
+            "filter: expected an index or collection built with labels, found a {}",
             self.kind()
         )
     }
     /// [`Target::answer`] of filtered queries (`filters`: one a query).
+    #[allow(clippy::too_many_arguments)]
     fn answer_filtered(
         &self,
         _queries: &[f32],
         _dim: usize,
         _params: &SearchParams,
+        _probe: Option<&Probe>,
         _filters: &[Option<Expr>],
         _way: FilterWay,
     ) -> Result<Answer> {
@@ -151,9 +153,43 @@ pub enum Filters {
     Rows(stratavec::labels::LabelSets),
 }
 
+/// What parses filters: an index's labels, or a collection's (its
+/// segments share the build's label ids and names).
+pub trait FilterLabels {
+    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr>;
+    fn filters_of(
+        &self,
+        rows: &stratavec::labels::LabelSets,
+    ) -> stratavec::Result<Vec<Option<Expr>>>;
+}
+
+impl FilterLabels for LiveIndex {
+    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr> {
+        LiveIndex::parse_filter(self, text)
+    }
+    fn filters_of(
+        &self,
+        rows: &stratavec::labels::LabelSets,
+    ) -> stratavec::Result<Vec<Option<Expr>>> {
+        LiveIndex::filters_of(self, rows)
+    }
+}
+
+impl FilterLabels for Collection {
+    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr> {
+        Collection::parse_filter(self, text)
+    }
+    fn filters_of(
+        &self,
+        rows: &stratavec::labels::LabelSets,
+    ) -> stratavec::Result<Vec<Option<Expr>>> {
+        Collection::filters_of(self, rows)
+    }
+}
+
 impl Filters {
     /// The expressions, one a query, parsed against `index`'s labels.
-    pub fn parse(&self, index: &LiveIndex, nq: usize) -> Result<Vec<Option<Expr>>> {
+    pub fn parse(&self, index: &dyn FilterLabels, nq: usize) -> Result<Vec<Option<Expr>>> {
         Ok(match self {
             Filters::One(text) => vec![Some(index.parse_filter(text)?); nq],
             Filters::Rows(rows) => {
@@ -229,24 +265,7 @@ impl Target for Collection {
         probe: Option<&Probe>,
     ) -> Result<Answer> {
         let r = self.search_batch(queries, dim, params, &probe.copied().unwrap_or_default())?;
-        let (mut ids, mut dists) = (r.ids, r.dists);
-        blank_failed(&r.errors, r.k, &mut ids, &mut dists);
-        let mut totals = QueryStats::default();
-        for s in &r.stats {
-            totals += *s;
-        }
-        Ok(Answer {
-            k: r.k,
-            ids,
-            dists,
-            errors: r.errors,
-            totals,
-            wall_s: r.wall_s,
-            merge_s: r.merge_s,
-            segment_queries: r.segment_queries,
-            io_wait_s: r.io_wait_s,
-            io_backend: r.io_backend,
-        })
+        Ok(collection_answer(r))
     }
     fn dim(&self) -> usize {
         Collection::dim(self)
@@ -314,7 +333,7 @@ impl Target for Collection {
     ) -> Result<Applied> {
         anyhow::ensure!(
             labels.is_empty(),
-            "labels: expected none for a collection (collections do not keep labels yet), found {}",
+            "labels: expected none for a collection (its inserts take no labels yet), found {}",
             labels.len()
         );
         Ok(self.add(vectors, ids, batch)?)
@@ -324,6 +343,29 @@ impl Target for Collection {
     }
     fn pending(&self) -> (usize, usize) {
         Collection::pending(self)
+    }
+}
+
+/// A collection's result as an answer: failed queries blanked, counters
+/// summed.
+fn collection_answer(r: stratavec::collection::CollectionResult) -> Answer {
+    let (mut ids, mut dists) = (r.ids, r.dists);
+    blank_failed(&r.errors, r.k, &mut ids, &mut dists);
+    let mut totals = QueryStats::default();
+    for s in &r.stats {
+        totals += *s;
+    }
+    Answer {
+        k: r.k,
+        ids,
+        dists,
+        errors: r.errors,
+        totals,
+        wall_s: r.wall_s,
+        merge_s: r.merge_s,
+        segment_queries: r.segment_queries,
+        io_wait_s: r.io_wait_s,
+        io_backend: r.io_backend,
     }
 }
 

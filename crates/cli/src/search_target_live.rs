@@ -160,6 +160,7 @@ impl Target for LiveIndex {
         queries: &[f32],
         dim: usize,
         params: &SearchParams,
+        _probe: Option<&Probe>,
         filters: &[Option<Expr>],
         way: FilterWay,
     ) -> Result<Answer> {
@@ -174,6 +175,7 @@ impl Target for LiveIndex {
         queries: &[f32],
         dim: usize,
         params: &SearchParams,
+        _probe: Option<&Probe>,
         filters: &Filters,
         way: FilterWay,
     ) -> Result<BatchResult> {

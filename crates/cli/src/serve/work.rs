@@ -126,7 +126,7 @@ pub fn run(target: &dyn Target, plan: &Plan, job: &Job, stats: &Stats) -> Outcom
             Some((filters, way)) => {
                 let first = c * plan.chunk;
                 let mine = &filters[first..first + rows.len() / dim];
-                target.answer_filtered(rows, dim, &params, mine, *way)
+                target.answer_filtered(rows, dim, &params, job.probe.as_ref(), mine, *way)
             }
             None => target.answer(rows, dim, &params, job.probe.as_ref()),
         };

@@ -16,10 +16,11 @@ use super::manifest::{
 use super::partition;
 use crate::data::{Elems, VectorRows, Vectors};
 use crate::error::{Error, FileContext, Result};
-use crate::index::build::{build_index_with_ids, check_ids, BuildParams, BuildReport};
+use crate::index::build::{build_index_with, check_ids, Attached, BuildParams, BuildReport};
 use crate::index::commit::{check_target, publish, Staging};
 use crate::index::ids::{IdMap, IDS_FILE};
 use crate::index::manifest::Manifest;
+use crate::labels::LabelInput;
 use crate::progress::Progress;
 use serde::Serialize;
 use std::path::Path;
@@ -77,11 +78,12 @@ impl OwnedElems {
 /// Builds a collection of `data` at `dir`: `cp.segments` indexes built with
 /// `params` (its `memory_budget`, if any, split over the segments by their
 /// vectors), one after another, each on `threads` threads. Global ids are
-/// `ids` when given, else row numbers.
+/// `attached.ids` when given, else row numbers; each segment keeps the
+/// labels of its rows (`attached.labels`, issue #56) with their names.
 #[allow(clippy::too_many_arguments)]
 pub fn build_collection(
     data: Vectors<'_>,
-    ids: Option<&[i64]>,
+    attached: Attached<'_>,
     source: &str,
     dir: &Path,
     params: &BuildParams,
@@ -93,7 +95,11 @@ pub fn build_collection(
     let dim = data.dim();
     let n = data.elems().len() / dim;
     partition::check(n, cp.segments, cp.partition, params.metric)?;
+    let Attached { ids, labels } = attached;
     check_ids(ids, n, source)?;
+    if let Some(l) = labels {
+        l.check(n, source)?;
+    }
     let staging = Staging::new(dir)?;
     progress.stage("partition", 0);
     let t = Instant::now();
@@ -140,9 +146,17 @@ pub fn build_collection(
             memory_budget: budgets.as_ref().map(|b| b[i]),
             ..params.clone()
         };
-        reports.push(build_index_with_ids(
+        let seg_labels = labels.map(|l| l.sets.select(rows.iter().map(|&r| r as usize)));
+        let attached = Attached {
+            ids: Some(&global),
+            labels: labels.zip(seg_labels.as_ref()).map(|(l, sets)| LabelInput {
+                sets,
+                names: l.names,
+            }),
+        };
+        reports.push(build_index_with(
             vectors,
-            Some(&global),
+            attached,
             &format!("{source} (segment {i})"),
             &staging.dir.join(segment_dir_name(i)),
             &seg_params,

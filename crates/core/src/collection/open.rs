@@ -15,7 +15,9 @@ use super::merge::{merge, Part};
 use super::route::{route, visits, Probe, Routed};
 use crate::data::{DType, Metric};
 use crate::error::{Error, Result};
+use crate::index::filtered::FilterWay;
 use crate::index::{BatchResult, Index, OpenOptions};
+use crate::labels::Expr;
 use crate::search::{QueryStats, SearchParams, Switches};
 use crate::update::live::{LiveIndex, UpdateOptions};
 use std::path::{Path, PathBuf};
@@ -269,6 +271,52 @@ impl Collection {
         params: &SearchParams,
         probe: &Probe,
     ) -> Result<CollectionResult> {
+        self.search_with(queries, dim, params, probe, None)
+    }
+
+    /// [`Collection::search_batch`] with a filter a query (`None`: any
+    /// vector; issue #56), parsed by [`Collection::parse_filter`]: each
+    /// segment searches its routed queries filtered, each query by the way
+    /// `way` asks (its statistics count every segment's search).
+    pub fn search_filtered(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        probe: &Probe,
+        filters: &[Option<Expr>],
+        way: FilterWay,
+    ) -> Result<CollectionResult> {
+        let nq = queries.len() / dim.max(1);
+        if filters.len() != nq {
+            return Err(Error::argument(
+                "filters",
+                format!("one a query ({nq})"),
+                filters.len(),
+            ));
+        }
+        self.search_with(queries, dim, params, probe, Some((filters, way)))
+    }
+
+    /// `text` as a filter over the collection's labels: its segments share
+    /// the label ids and names of the build (each keeps its rows' labels).
+    pub fn parse_filter(&self, text: &str) -> Result<Expr> {
+        self.segments[0].parse_filter(text)
+    }
+
+    /// Filters that AND the labels of each row of a filter-track matrix.
+    pub fn filters_of(&self, rows: &crate::labels::LabelSets) -> Result<Vec<Option<Expr>>> {
+        self.segments[0].filters_of(rows)
+    }
+
+    fn search_with(
+        &self,
+        queries: &[f32],
+        dim: usize,
+        params: &SearchParams,
+        probe: &Probe,
+        filters: Option<(&[Option<Expr>], FilterWay)>,
+    ) -> Result<CollectionResult> {
         if dim != self.dim() {
             return Err(Error::argument(
                 "query dimension",
@@ -302,7 +350,14 @@ impl Collection {
                 complexity: v.complexity,
                 ..params.clone()
             };
-            let live = seg.search(&sub, dim, &p)?;
+            let live = match filters {
+                None => seg.search(&sub, dim, &p)?,
+                Some((f, way)) => {
+                    let mine: Vec<Option<Expr>> =
+                        v.rows.iter().map(|&q| f[q as usize].clone()).collect();
+                    seg.search_filtered(&sub, dim, &p, &mine, way)?
+                }
+            };
             let res = &live.base;
             for (j, &q) in v.rows.iter().enumerate() {
                 out.stats[q as usize] += res.stats[j];

@@ -170,7 +170,8 @@ impl Index {
         }
         // The first filtered query times the estimate the model charges.
         let first = filters.iter().position(Option::is_some);
-        let costs = first.map(|qi| FilterCosts::of(self, &queries[qi * dim..(qi + 1) * dim]));
+        let costs =
+            first.map(|qi| FilterCosts::of(self, params, &queries[qi * dim..(qi + 1) * dim]));
         let ways: Vec<Way> = filters
             .iter()
             .map(|f| match f {
@@ -323,6 +324,7 @@ mod tests {
             estimate_ns: 30.0,
             reads_per_hop: 1.0,
             degree: 48.0,
+            exact_share: 1.0,
             ranks,
             graph,
         }

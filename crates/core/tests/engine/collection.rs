@@ -32,7 +32,7 @@ fn build_with(
 ) -> Result<stratavec::collection::CollectionReport> {
     build_collection(
         Vectors::f32(base, DIM).unwrap(),
-        None,
+        stratavec::Attached::default(),
         "test data",
         dir,
         &small_params(Metric::L2),

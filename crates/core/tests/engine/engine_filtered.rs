@@ -397,3 +397,79 @@ fn a_filter_on_an_unlabelled_index_or_a_bad_one_is_refused() {
         &["position 11", "unknown label \"tag:9\""],
     );
 }
+
+/// A collection built with labels: each segment keeps its rows' labels
+/// under the build's ids and names, and a filtered search over every
+/// segment returns only matches and finds them.
+#[test]
+fn a_collection_filters_across_its_segments() {
+    use stratavec::collection::{build_collection, Collection, CollectionParams, Partition, Probe};
+    let (base, queries) = synth(N, 20, DIM, 581);
+    let tmp = tempdir();
+    let dir = tmp.path().join("collection");
+    let (sets, names) = (labels(), names());
+    let attached = Attached {
+        ids: None,
+        labels: Some(LabelInput {
+            sets: &sets,
+            names: Some(&names),
+        }),
+    };
+    let cp = CollectionParams {
+        segments: 3,
+        partition: Partition::Kmeans,
+    };
+    let v = Vectors::f32(&base, DIM).unwrap();
+    let small = small_params(Metric::L2);
+    build_collection(
+        v,
+        attached,
+        "test data",
+        &dir,
+        &small,
+        &cp,
+        2,
+        &stratavec::progress::Silent,
+    )
+    .unwrap();
+    let c = Collection::open(&dir, &OpenOptions::default()).unwrap();
+    let all = Labels::from_sets(&sets, Some(names.clone()));
+    let nq = queries.len() / DIM;
+    for text in ["tag:2", "tag:6", "tag:3 OR NOT tag:0"] {
+        let e = c.parse_filter(text).unwrap();
+        let rows = Expr::parse(text, &all).unwrap().rows(&all);
+        for way in [FilterWay::Auto, FilterWay::Pre, FilterWay::Post] {
+            let r = c
+                .search_filtered(
+                    &queries,
+                    DIM,
+                    &search_params(10, 64),
+                    &Probe::exhaustive(),
+                    &vec![Some(e.clone()); nq],
+                    way,
+                )
+                .unwrap();
+            let (mut hits, mut want_total) = (0, 0);
+            for (qi, q) in queries.chunks(DIM).enumerate() {
+                let got = &r.ids[qi * 10..(qi + 1) * 10];
+                for &id in got.iter().filter(|&&id| id >= 0) {
+                    assert!(
+                        rows.contains(id as u32),
+                        "{text} {way:?}: id {id} does not match"
+                    );
+                }
+                let want = brute(&base, q, &rows, 10);
+                want_total += want.len();
+                hits += got
+                    .iter()
+                    .filter(|&&id| want.contains(&(id as u32)))
+                    .count();
+            }
+            let recall = hits as f64 / want_total.max(1) as f64;
+            let floor = if way == FilterWay::Post { 0.0 } else { 0.85 };
+            assert!(recall >= floor, "{text} {way:?}: recall {recall:.3}");
+        }
+    }
+    let err = c.parse_filter("tag:9").unwrap_err().to_string();
+    assert_mentions(&err, &["tag:9"]);
+}
