@@ -63,6 +63,11 @@ pub struct Args {
     /// A timed pass repeats the queries until it has run this long.
     #[arg(long, default_value_t = 1.0)]
     min_pass_seconds: f64,
+    /// Use only the first N queries (0: all): for a profile whose search
+    /// takes seconds a hundred queries (ivf on an SSD), so each step's
+    /// live and fresh searches stay short.
+    #[arg(long, default_value_t = 0)]
+    max_queries: usize,
     /// Skip the fresh build of each search step's live set (they take most
     /// of a run's time); the last sweep still has its fresh build.
     #[arg(long)]
@@ -92,8 +97,12 @@ pub fn run(a: Args) -> Result<()> {
     drop(base);
     let qfile = stratavec::data::open(a.data.join("query.fbin"))?;
     qfile.check_dim(dim, "queries")?;
-    let queries = qfile.to_f32_vec();
-    let truth = GroundTruth::read(a.data.join("gt.ibin"))?;
+    let mut queries = qfile.to_f32_vec();
+    let mut truth = GroundTruth::read(a.data.join("gt.ibin"))?;
+    if a.max_queries > 0 && a.max_queries < truth.nq {
+        truth = truth.first(a.max_queries);
+        queries.truncate(truth.nq * dim);
+    }
     let name = a
         .data
         .file_name()

@@ -69,6 +69,17 @@ impl GroundTruth {
     }
 
     /// Query `q`'s ids, nearest first.
+    /// The first `nq` queries' truth (all of it when it has no more).
+    pub fn first(&self, nq: usize) -> GroundTruth {
+        let nq = nq.min(self.nq);
+        GroundTruth {
+            nq,
+            k: self.k,
+            ids: self.ids[..nq * self.k].to_vec(),
+            dists: self.dists.as_ref().map(|d| d[..nq * self.k].to_vec()),
+        }
+    }
+
     pub fn ids_of(&self, q: usize) -> &[u32] {
         &self.ids[q * self.k..(q + 1) * self.k]
     }
@@ -208,5 +219,26 @@ fn check(path: &Path, gt: &GroundTruth) -> Result<(), DataError> {
             d.len(),
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_queries_keep_their_rows() {
+        let g = GroundTruth::new(
+            3,
+            2,
+            vec![1, 2, 3, 4, 5, 6],
+            Some(vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+        )
+        .unwrap();
+        let f = g.first(2);
+        assert_eq!((f.nq, f.k), (2, 2));
+        assert_eq!(f.ids_of(1), &[3, 4]);
+        assert_eq!(f.dists_of(1), Some(&[0.3f32, 0.4][..]));
+        assert_eq!(g.first(9).nq, 3, "no more than it has");
     }
 }
