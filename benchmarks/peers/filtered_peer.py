@@ -19,15 +19,13 @@ with the fields `bench-filtered` writes for its own points.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
-import sys
 import time
 
 import numpy as np
 
-from peer_common import PAGE, log, proc_io, read_fbin, read_gt, recall_at
+from peer_common import PAGE, log, proc_io, read_fbin, read_gt, recall_at, requests
 
 
 def read_spmat(path: str) -> tuple[np.ndarray, np.ndarray]:
@@ -124,18 +122,15 @@ def serve(args, peer, out, version: str) -> int:
     fs = FilteredSet(args.data, n)
     prepared: dict[int, object] = {}
     out.emit({"ready": True, "system": peer.key, "version": version})
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            value, round_, band = int(req["L"]), int(req.get("round", 0)), int(req["band"])
-            if value < 1:
-                raise ValueError(f"L must be at least 1, found {value}")
-            queries, allowed, labels, gt_ids, gt_d, sel = fs.band(band)
-        except (ValueError, KeyError, TypeError) as e:
-            out.emit({"error": f"bad request {line.strip()!r}: expected {{\"L\": int, \"round\": int, \"band\": int}} ({e})"})
-            continue
+
+    def parse(req: dict) -> tuple:
+        value, round_, band = int(req["L"]), int(req.get("round", 0)), int(req["band"])
+        if value < 1:
+            raise ValueError(f"L must be at least 1, found {value}")
+        return (value, round_, band) + fs.band(band)
+
+    for value, round_, band, queries, allowed, labels, gt_ids, gt_d, sel in requests(
+            out, parse, '{"L": int, "round": int, "band": int}'):
         if band not in prepared:
             # The peer's form of the filter (a set, a SQL predicate), made
             # once a band and outside the timing, as stratavec's bitmaps are.

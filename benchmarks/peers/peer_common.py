@@ -108,6 +108,26 @@ def recall_at(gt_ids: np.ndarray, gt_dists: np.ndarray, run_ids: np.ndarray, cou
     return hits / (nq * count)
 
 
+# ---------------------------------------------------------------- serving
+
+
+def requests(out, parse: Callable[[dict], tuple], shape: str):
+    """Each request line on stdin, as `parse` reads it (raising ValueError,
+    KeyError or TypeError on a bad one); a bad line is answered with an
+    error naming `shape` (what a request looks like) and skipped."""
+    import json
+    import sys
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            yield parse(json.loads(line))
+        except (ValueError, KeyError, TypeError) as e:
+            why = f"missing {e}" if isinstance(e, KeyError) else str(e)
+            out.emit({"error": f"bad request {line.strip()!r}: expected {shape} ({why})"})
+
+
 # ---------------------------------------------------------------- /proc
 
 

@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 from peer_common import (  # noqa: E402
     PAGE,
+    requests,
     JsonOut,
     data_signature,
     dir_bytes,
@@ -386,18 +387,14 @@ def main(argv=None) -> int:
             out.emit(point(value, 0))
         return 0
     out.emit({"ready": True, "system": peer.key, "version": version})
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            value, round_ = int(req["L"]), int(req.get("round", 0))
-        except (ValueError, KeyError, TypeError) as e:
-            out.emit({"error": f"bad request {line.strip()!r}: expected {{\"L\": int, \"round\": int}} ({e})"})
-            continue
+
+    def parse(req: dict) -> tuple:
+        value, round_ = int(req["L"]), int(req.get("round", 0))
         if value < 1:
-            out.emit({"error": f"bad request {line.strip()!r}: L must be at least 1, found {value}"})
-            continue
+            raise ValueError(f"L must be at least 1, found {value}")
+        return value, round_
+
+    for value, round_ in requests(out, parse, '{"L": int, "round": int}'):
         out.emit(point(value, round_))
     return 0
 

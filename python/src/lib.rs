@@ -274,7 +274,7 @@ fn to_py_json(e: serde_json::Error) -> PyErr {
 /// The build's parameters are keywords (`params`), parsed by the engine's
 /// parameter set (`keywords::given`): the CLI's flags, by the same names.
 #[pyfunction]
-#[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, labels = None, label_names = None, **params))]
+#[pyo3(signature = (data, index_dir, *, threads = None, column = None, id_column = None, ids = None, labels = None, label_names = None, label_column = None, **params))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
     py: Python<'py>,
@@ -286,6 +286,7 @@ fn build_index<'py>(
     ids: Option<numpy::PyReadonlyArray1<'py, i64>>,
     labels: Option<&Bound<'py, PyAny>>,
     label_names: Option<Vec<String>>,
+    label_column: Option<String>,
     params: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let ids: Option<Vec<i64>> = ids.map(|a| a.as_array().to_vec());
@@ -305,10 +306,10 @@ fn build_index<'py>(
     if !data.is_instance_of::<PyUntypedArray>() {
         if let Ok(path) = data.extract::<PathBuf>() {
             let table = stratavec::data::is_table(&path);
-            if !table && (column.is_some() || id_column.is_some()) {
+            if !table && (column.is_some() || id_column.is_some() || label_column.is_some()) {
                 return Err(PyValueError::new_err(format!(
-                    "column, id_column: expected data to be a Parquet (.parquet) or Arrow \
-                     (.arrow, .feather, .arrows) table, found {}",
+                    "column, id_column, label_column: expected data to be a Parquet (.parquet) \
+                     or Arrow (.arrow, .feather, .arrows) table, found {}",
                     path.display()
                 )));
             }
@@ -321,6 +322,7 @@ fn build_index<'py>(
             let columns = stratavec::data::TableColumns {
                 vectors: column,
                 ids: id_column,
+                labels: label_column,
             };
             let report = interrupt::run(
                 py,

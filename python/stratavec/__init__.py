@@ -169,6 +169,7 @@ def build_index(
     threads: Optional[int] = None,
     labels: Optional[Any] = None,
     label_names: Optional[Sequence[str]] = None,
+    label_column: Optional[str] = None,
     **params: Unpack[BuildParams],
 ) -> Dict[str, Any]:
     """Build a disk index of ``data`` in the directory ``index_dir``.
@@ -211,6 +212,10 @@ def build_index(
     label_names : list of str, optional
         A name for each label id, in order, so filters may name them
         (``"lex:noun.animal AND pos:n"``).
+    label_column : str, optional
+        Table input: a column of labels instead of ``labels=`` — integer
+        label ids, or strings (each distinct string a named label), one a
+        row or a list a row; a null row has none.
     **params
         The build's parameters, by the names of ``stratavec build``'s flags
         (``graph_degree=48`` is ``--graph-degree 48``); what is not given
@@ -272,7 +277,7 @@ def build_index(
         label_names = [str(x) for x in label_names]
     return _stratavec.build_index(
         data, index_dir, threads=threads, column=column, id_column=id_column, ids=ids,
-        labels=labels, label_names=label_names, **params
+        labels=labels, label_names=label_names, label_column=label_column, **params
     )
 
 

@@ -85,6 +85,7 @@ def build_index(
     ids: Optional[np.ndarray] = None,
     labels: Optional[Union[str, os.PathLike[str], Tuple[List[int], List[int]]]] = None,
     label_names: Optional[List[str]] = None,
+    label_column: Optional[str] = None,
     **params: Unpack[BuildParams],
 ) -> Dict[str, Any]: ...
 

@@ -70,6 +70,9 @@ class _Call(NamedTuple):
     complexity: int
     queries: Any
     rows: np.ndarray
+    #: The rows' filters when the search has one a query (issue #56), else
+    #: None (a single expression stays in the search keywords).
+    filters: Optional[list] = None
 
 
 class SegmentBuildError(RuntimeError):
@@ -490,7 +493,10 @@ class SegmentHost:
             if why:
                 self._stopped += 1
                 raise SearchCancelled(f"segment {segment}: stopped after {first} of {queries.shape[0]} queries: {why}")
-            parts.append(index.search(queries[first:first + step], kk, threads=threads, **kw))
+            chunk_kw = kw
+            if isinstance(kw.get("filter"), list):  # one a query: this chunk's
+                chunk_kw = {**kw, "filter": kw["filter"][first:first + step]}
+            parts.append(index.search(queries[first:first + step], kk, threads=threads, **chunk_kw))
             self._rows += min(step, queries.shape[0] - first)
         D = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
         I = np.concatenate([i for _, i in parts]) if len(parts) > 1 else parts[0][1]
@@ -737,14 +743,22 @@ class RayCollection:
         # just its rows.
         shared = None
         calls: Dict[int, _Call] = {}
+        per_query = search_kwargs.get("filter")
+        if isinstance(per_query, (list, tuple)):
+            if len(per_query) != nq:
+                raise ValueError(f"filter: expected one a query ({nq}), found {len(per_query)}")
+            search_kwargs = {k: v for k, v in search_kwargs.items() if k != "filter"}
+        else:
+            per_query = None
         for i, (seg, l, rows) in enumerate(visits):
             rows = np.asarray(rows, dtype=np.int64)
+            mine = None if per_query is None else [per_query[r] for r in rows.tolist()]
             if rows.size == nq:
                 if shared is None:
                     shared = ray.put(q)
-                calls[i] = _Call(seg, l, shared, rows)
+                calls[i] = _Call(seg, l, shared, rows, mine)
             else:
-                calls[i] = _Call(seg, l, q[rows], rows)
+                calls[i] = _Call(seg, l, q[rows], rows, mine)
         answers = self._fan_out(calls, k, threads, search_kwargs, deadline, cancel)
         t_wait = time.perf_counter()
         parts = [(calls[i].rows, answers[i][0], answers[i][1]) for i in sorted(answers)]
@@ -767,6 +781,8 @@ class RayCollection:
         # The actor gets the deadline as wall-clock time (its own monotonic
         # clock is another machine's); the driver waits on its monotonic one.
         wall = None if deadline is None else time.time() + (deadline - time.monotonic())
+        if call.filters is not None:
+            kw = {**kw, "filter": call.filters}
         return actor.search.remote(call.segment, call.queries, k, call.complexity, threads, kw, wall)
 
     def _fan_out(

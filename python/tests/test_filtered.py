@@ -187,3 +187,22 @@ def test_a_collection_built_with_labels_filters_in_every_segment(tmp_path):
         assert hits / truth.size >= 0.85, (expr, hits / truth.size)
     with pytest.raises(ValueError, match="thrid"):
         c.search(q, 10, filter="thrid")
+
+
+def test_a_table_label_column_names_its_labels(tmp_path):
+    """`build_index(table, label_column=...)`: strings become named labels
+    (a list a row, or none), which filters then name."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    x = clustered(300, 12)
+    tags = [["odd"] if i % 2 else (["even", "small"] if i < 100 else ["even"]) for i in range(300)]
+    tags[7] = None
+    table = pa.table({"emb": pa.array(list(x), type=pa.list_(pa.float32())), "tags": tags})
+    pq.write_table(table, tmp_path / "t.parquet")
+    stratavec.build_index(tmp_path / "t.parquet", tmp_path / "idx", column="emb", label_column="tags",
+                          graph_degree=16, complexity=32, pq_bytes=8, threads=2)
+    idx = stratavec.Index.open(tmp_path / "idx")
+    _, I = idx.search(x[:5], 10, filter="even AND small", complexity=64)
+    assert all(i % 2 == 0 and i < 100 for i in I.ravel() if i >= 0), I
+    _, I = idx.search(x[7:8], 3, filter="NOT odd AND NOT even", complexity=64)
+    assert I[0, 0] == 7 and (I[0, 1:] == -1).all(), I

@@ -368,3 +368,30 @@ def test_writes_go_to_the_actors_and_a_retry_applies_once(cluster, tmp_path):
     # A reopen counts the live vectors, not collection.json's build count.
     with RayCollection(tmp_path / "c") as rc:
         assert rc.n == len(keep) and sum(rc.segment_sizes) == len(keep), (rc.n, rc.segment_sizes)
+
+
+@needs_ray
+def test_filters_pass_through_to_the_segments(cluster, tmp_path):
+    """A collection built with labels, served on Ray: one expression for
+    every query, or one a query (each segment gets its routed rows'),
+    answers as the in-process collection does."""
+    from stratavec.ray_collection import RayCollection
+
+    x, q = _data()
+    labels = [[0] if r % 3 == 0 else ([1] if r % 3 == 1 else []) for r in range(N)]
+    stratavec.build_collection(x, tmp_path / "c", segments=3, partition="kmeans", labels=labels,
+                               label_names=["third", "next"], **BUILD)
+    local = stratavec.Collection.open(tmp_path / "c")
+    each = ["third" if i % 2 == 0 else "next" for i in range(NQ)]
+    with RayCollection(tmp_path / "c") as rc:
+        for f in ("third", each):
+            D0, I0 = local.search(q, k=K, complexity=48, filter=f)
+            D, I = rc.search(q, k=K, complexity=48, filter=f)
+            assert (I == I0).all(), f
+            np.testing.assert_allclose(D, D0, rtol=1e-6)
+        _, I = rc.search(q, k=K, complexity=48, filter=each)
+        for i, row in enumerate(I):
+            want = 0 if i % 2 == 0 else 1
+            assert all(r % 3 == want for r in row if r >= 0), (i, row)
+        with pytest.raises(ValueError, match="one a query"):
+            rc.search(q, k=K, filter=each[:-1])

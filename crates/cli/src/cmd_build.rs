@@ -20,8 +20,13 @@ pub struct Args {
     /// Labels of the vectors, for filtered search (`search --filter`): a
     /// big-ann-benchmarks filter-track `.spmat` file, a row a vector, its
     /// nonzero columns the vector's label ids.
-    #[arg(long, value_name = "FILE.spmat")]
+    #[arg(long, value_name = "FILE.spmat", conflicts_with = "label_column")]
     labels: Option<PathBuf>,
+    /// Table input: a column of labels for filtered search — integer label
+    /// ids or strings (named labels), one a row or a list a row; a null row
+    /// has none.
+    #[arg(long, value_name = "NAME")]
+    label_column: Option<String>,
     /// The labels' names, so filters may name them (`lex:noun.animal`): a
     /// table `id<TAB>name[<TAB>count]` with a header line, a label a line
     /// in id order. Default: `labels.tsv` beside the --labels file, if
@@ -68,7 +73,7 @@ impl Args {
     }
 
     pub fn table_columns_given(&self) -> bool {
-        self.column.is_some() || self.id_column.is_some()
+        self.column.is_some() || self.id_column.is_some() || self.label_column.is_some()
     }
 }
 
@@ -106,10 +111,10 @@ pub fn run(a: Args) -> Result<()> {
     let params = params(&a)?;
     let threads = a.threads();
     let table = stratavec::data::is_table(&a.data);
-    if !table && (a.column.is_some() || a.id_column.is_some()) {
+    if !table && (a.column.is_some() || a.id_column.is_some() || a.label_column.is_some()) {
         anyhow::bail!(
-            "{}: --column and --id-column: expected a Parquet (.parquet) or Arrow (.arrow, \
-             .feather, .arrows) table, found a .{} file",
+            "{}: --column, --id-column and --label-column: expected a Parquet (.parquet) or \
+             Arrow (.arrow, .feather, .arrows) table, found a .{} file",
             a.data.display(),
             a.data
                 .extension()
@@ -119,6 +124,7 @@ pub fn run(a: Args) -> Result<()> {
     let columns = stratavec::data::TableColumns {
         vectors: a.column.clone(),
         ids: a.id_column.clone(),
+        labels: a.label_column.clone(),
     };
     let (sets, names) = read_labels(&a)?;
     let labels = sets.as_ref().map(|sets| stratavec::labels::LabelInput {

@@ -153,45 +153,22 @@ pub enum Filters {
     Rows(stratavec::labels::LabelSets),
 }
 
-/// What parses filters: an index's labels, or a collection's (its
-/// segments share the build's label ids and names).
-pub trait FilterLabels {
-    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr>;
-    fn filters_of(
-        &self,
-        rows: &stratavec::labels::LabelSets,
-    ) -> stratavec::Result<Vec<Option<Expr>>>;
-}
-
-impl FilterLabels for LiveIndex {
-    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr> {
-        LiveIndex::parse_filter(self, text)
-    }
-    fn filters_of(
-        &self,
-        rows: &stratavec::labels::LabelSets,
-    ) -> stratavec::Result<Vec<Option<Expr>>> {
-        LiveIndex::filters_of(self, rows)
-    }
-}
-
-impl FilterLabels for Collection {
-    fn parse_filter(&self, text: &str) -> stratavec::Result<Expr> {
-        Collection::parse_filter(self, text)
-    }
-    fn filters_of(
-        &self,
-        rows: &stratavec::labels::LabelSets,
-    ) -> stratavec::Result<Vec<Option<Expr>>> {
-        Collection::filters_of(self, rows)
-    }
-}
+/// A parsed filter, or why not.
+type Parsed<T> = stratavec::Result<T>;
 
 impl Filters {
-    /// The expressions, one a query, parsed against `index`'s labels.
-    pub fn parse(&self, index: &dyn FilterLabels, nq: usize) -> Result<Vec<Option<Expr>>> {
+    /// The expressions, one a query: `text` parses one against the
+    /// labels, `rows` makes a filter-track matrix's (an index's or a
+    /// collection's, whose segments share the build's label ids).
+    pub fn parse(
+        &self,
+        nq: usize,
+        text: impl Fn(&str) -> Parsed<Expr>,
+        rows: impl Fn(&stratavec::labels::LabelSets) -> Parsed<Vec<Option<Expr>>>,
+    ) -> Result<Vec<Option<Expr>>> {
+        let (parse_one, of_rows) = (text, rows);
         Ok(match self {
-            Filters::One(text) => vec![Some(index.parse_filter(text)?); nq],
+            Filters::One(text) => vec![Some(parse_one(text)?); nq],
             Filters::Rows(rows) => {
                 if rows.len() != nq {
                     anyhow::bail!(
@@ -199,7 +176,7 @@ impl Filters {
                         rows.len()
                     );
                 }
-                index.filters_of(rows)?
+                of_rows(rows)?
             }
         })
     }

@@ -179,7 +179,8 @@ impl Target for LiveIndex {
         filters: &Filters,
         way: FilterWay,
     ) -> Result<BatchResult> {
-        let exprs = filters.parse(self, queries.len() / dim.max(1))?;
+        let nq = queries.len() / dim.max(1);
+        let exprs = filters.parse(nq, |t| self.parse_filter(t), |r| self.filters_of(r))?;
         if self.pending() == (0, 0) {
             return self.with_base(|b| -> Result<BatchResult> {
                 let labels = b.labels().expect("parsed against the labels");

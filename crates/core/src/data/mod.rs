@@ -23,6 +23,7 @@ mod open;
 mod range_gt;
 mod recall;
 mod table;
+mod table_labels;
 mod vecs;
 mod vectors;
 
@@ -37,5 +38,6 @@ pub use open::{open, Format, VectorFile};
 pub use range_gt::{brute_force_range, range_scores, RangeGroundTruth};
 pub use recall::{recall, recall_at_k, NeighborId, Recall, TIE_EPSILON};
 pub use table::{check_unique, import_table, is_table, Imported, TableColumns};
+pub use table_labels::TableLabels;
 pub use vecs::{write_bvecs, write_fvecs};
 pub use vectors::{Elems, VectorRows, Vectors};

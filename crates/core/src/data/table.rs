@@ -42,6 +42,9 @@ pub struct TableColumns {
     pub vectors: Option<String>,
     /// An integer column of ids to keep; `None`: row numbers are the ids.
     pub ids: Option<String>,
+    /// A column of labels (`table_labels`): integers or strings, one or a
+    /// list a row; `None`: no labels from the table.
+    pub labels: Option<String>,
 }
 
 /// What [`import_table`] wrote.
@@ -54,6 +57,8 @@ pub struct Imported {
     pub element: &'static str,
     /// One id a row, in row order, when an id column was asked for.
     pub ids: Option<Vec<i64>>,
+    /// One label set a row, when a label column was asked for.
+    pub labels: Option<super::table_labels::TableLabels>,
 }
 
 /// Streams the vectors of `columns` in the table at `path` into the `.fbin`
@@ -71,8 +76,14 @@ pub fn import_table(
     let vector_name = schema.field(v).name().clone();
     let element = element_name(schema.field(v).data_type());
     let id_name = id_index.map(|i| schema.field(i).name().clone());
+    let label_index = match columns.labels.as_deref() {
+        Some(name) => Some(super::table_labels::pick_label_column(path, &schema, name)?),
+        None => None,
+    };
+    let mut labels = label_index.map(|_| super::table_labels::LabelReader::new());
     let mut projection = vec![v];
     projection.extend(id_index);
+    projection.extend(label_index.filter(|l| Some(*l) != id_index && *l != v));
     projection.sort_unstable();
     let (_, batches) = open_batches(path, Some(projection))?;
 
@@ -101,6 +112,10 @@ pub fn import_table(
         if let (Some(ids), Some(name)) = (ids.as_mut(), id_name.as_deref()) {
             let col = batch.column_by_name(name).expect("projected column");
             append_ids(path, name, col, n, ids)?;
+        }
+        if let (Some(reader), Some(name)) = (labels.as_mut(), columns.labels.as_deref()) {
+            let col = batch.column_by_name(name).expect("projected column");
+            reader.append(path, name, col, n)?;
         }
         n += batch.num_rows();
     }
@@ -133,6 +148,7 @@ pub fn import_table(
         column: vector_name,
         element,
         ids,
+        labels: labels.map(super::table_labels::LabelReader::finish),
     }))
 }
 
@@ -589,6 +605,7 @@ mod tests {
     ) -> Result<(Imported, Vec<f32>), DataError> {
         let out = path.with_extension("out.fbin");
         let cols = TableColumns {
+            labels: None,
             vectors: vectors.map(String::from),
             ids: ids.map(String::from),
         };

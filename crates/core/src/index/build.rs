@@ -732,9 +732,20 @@ pub fn build_from_input(
     let file = crate::data::open(&staged.path)?;
     let vectors = file.vectors().expect("an .fbin is contiguous");
     let source = format!("{} (column {})", table.display(), imported.column);
+    if labels.is_some() && imported.labels.is_some() {
+        return Err(Error::argument(
+            "labels",
+            "a label matrix or a label column, not both",
+            "both",
+        ));
+    }
+    let from_table = imported.labels.as_ref().map(|t| LabelInput {
+        sets: &t.sets,
+        names: t.names.as_deref(),
+    });
     let attached = Attached {
         ids: imported.ids.as_deref(),
-        labels,
+        labels: labels.or(from_table),
     };
     build_index_with(vectors, attached, &source, dir, params, threads, progress)
 }

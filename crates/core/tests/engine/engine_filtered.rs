@@ -41,6 +41,17 @@ pub(crate) fn names() -> Vec<String> {
     (0..8).map(|l| format!("tag:{l}")).collect()
 }
 
+/// The test labels and names, attached to a build.
+fn labelled<'a>(sets: &'a LabelSets, names: &'a [String]) -> Attached<'a> {
+    Attached {
+        ids: None,
+        labels: Some(LabelInput {
+            sets,
+            names: Some(names),
+        }),
+    }
+}
+
 pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str) {
     let small = small_params(Metric::L2);
     let params = stratavec::BuildParams {
@@ -54,13 +65,7 @@ pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str)
         ..stratavec::BuildParams::for_profile(profile)
     };
     let (sets, names) = (labels(), names());
-    let attached = Attached {
-        ids: None,
-        labels: Some(LabelInput {
-            sets: &sets,
-            names: Some(&names),
-        }),
-    };
+    let attached = labelled(&sets, &names);
     let v = Vectors::f32(base, DIM).unwrap();
     stratavec::build_index_with(
         v,
@@ -250,14 +255,24 @@ fn labels_of(id: i64) -> Vec<u32> {
 /// vectors match by the labels they were inserted with (none: as an empty
 /// set), and a merge keeps every kept row's labels and writes the
 /// inserted ones'.
-#[test]
-fn labels_survive_inserts_deletes_and_merges() {
-    let (base, queries) = synth(N, 20, DIM, 563);
-    let (more, _) = synth(100, 0, DIM, 564);
+/// A labelled diskann index of `N` vectors (seed `seed`), opened live;
+/// its directory and the queries made with it.
+fn live_labelled(
+    seed: u64,
+    nq: usize,
+) -> (tempfile::TempDir, std::path::PathBuf, LiveIndex, Vec<f32>) {
+    let (base, queries) = synth(N, nq, DIM, seed);
     let tmp = tempdir();
     let dir = tmp.path().join("index");
     build_labelled(&dir, &base, "diskann");
     let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
+    (tmp, dir, index, queries)
+}
+
+#[test]
+fn labels_survive_inserts_deletes_and_merges() {
+    let (_tmp, dir, index, queries) = live_labelled(563, 20);
+    let (more, _) = synth(100, 0, DIM, 564);
     let gone: Vec<i64> = (0..N as i64).step_by(3).collect();
     index.remove(&gone, 0).unwrap();
     index.add(&more[..50 * DIM], None, 0).unwrap();
@@ -340,12 +355,8 @@ fn labels_survive_inserts_deletes_and_merges() {
 /// the index cannot hold are refused, naming the row and the label.
 #[test]
 fn inserted_labels_are_logged_and_checked() {
-    let (base, _) = synth(N, 0, DIM, 571);
+    let (_tmp, dir, index, _) = live_labelled(571, 0);
     let (more, _) = synth(4, 0, DIM, 572);
-    let tmp = tempdir();
-    let dir = tmp.path().join("index");
-    build_labelled(&dir, &base, "diskann");
-    let index = LiveIndex::open(&dir, &OpenOptions::default()).unwrap();
     let sets = vec![vec![7], vec![], vec![2, 7], vec![3]];
     index.add_labelled(&more, None, &sets, 0).unwrap();
     let err = index
@@ -408,13 +419,7 @@ fn a_collection_filters_across_its_segments() {
     let tmp = tempdir();
     let dir = tmp.path().join("collection");
     let (sets, names) = (labels(), names());
-    let attached = Attached {
-        ids: None,
-        labels: Some(LabelInput {
-            sets: &sets,
-            names: Some(&names),
-        }),
-    };
+    let attached = labelled(&sets, &names);
     let cp = CollectionParams {
         segments: 3,
         partition: Partition::Kmeans,

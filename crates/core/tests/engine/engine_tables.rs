@@ -74,6 +74,7 @@ fn columns(ids: bool) -> TableColumns {
     TableColumns {
         vectors: Some("embedding".into()),
         ids: ids.then(|| "id".into()),
+        labels: None,
     }
 }
 
@@ -176,6 +177,7 @@ fn a_failed_or_stopped_table_build_leaves_nothing_and_the_old_index() {
     let bad = TableColumns {
         vectors: Some("vectors".into()),
         ids: None,
+        labels: None,
     };
     let e = err_msg(stratavec::build_from_table(
         &table,
@@ -210,4 +212,65 @@ fn a_killed_builds_imported_table_is_removed_by_the_next_build() {
     std::fs::write(&stale, b"partial").unwrap();
     build_f32(&dir, &base, DIM, &small_params(Metric::L2), 1);
     assert!(!stale.exists());
+}
+
+/// `--label-column` (issue #56): a string column becomes labels named by
+/// its values (here each row's own "doc i"), which filters can name; an
+/// integer column of negative values is refused naming the column and row.
+#[test]
+fn a_label_column_labels_the_vectors() {
+    let (base, _) = synth(N, 0, DIM, 83);
+    let tmp = tempdir();
+    let table = tmp.path().join("docs.parquet");
+    write_parquet(&table, &base);
+    let dir = tmp.path().join("index");
+    let cols = TableColumns {
+        labels: Some("doc".into()),
+        ..columns(true)
+    };
+    let params = BuildParams {
+        graph_degree: 16,
+        complexity: 32,
+        pq_bytes: 8,
+        ..BuildParams::for_profile("diskann")
+    };
+    stratavec::build_from_table(&table, &cols, &dir, &params, 2, &Silent).unwrap();
+    let index = Index::open(&dir, &OpenOptions::default()).unwrap();
+    let labels = index.labels().expect("labels from the column");
+    assert_eq!(labels.names()[17], "doc 17");
+    let e = stratavec::labels::Expr::parse("\"doc 17\" OR \"doc 2999\"", labels).unwrap();
+    let allowed = vec![Some(Arc::new(e.rows(labels)))];
+    let q = &base[17 * DIM..18 * DIM];
+    let p = search_params(10, 32);
+    let r = index
+        .search_filtered(
+            q,
+            DIM,
+            &p,
+            &allowed,
+            stratavec::index::filtered::FilterWay::Auto,
+        )
+        .unwrap();
+    let got: Vec<i64> = index
+        .result_ids(&r.ids)
+        .into_iter()
+        .filter(|&i| i != -1)
+        .collect();
+    assert_eq!(got, vec![external(17), external(2999)]);
+    let bad = TableColumns {
+        labels: Some("id".into()),
+        ..columns(false)
+    };
+    let msg = err_msg(stratavec::build_from_table(
+        &table,
+        &bad,
+        &tmp.path().join("bad"),
+        &params,
+        2,
+        &Silent,
+    ));
+    assert!(
+        msg.contains("id") && msg.contains("row 0") && msg.contains("label ids"),
+        "{msg}"
+    );
 }
