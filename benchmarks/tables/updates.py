@@ -127,6 +127,19 @@ def steps_table(systems: "OrderedDict[str, list[dict]]") -> list[str]:
     return out
 
 
+def search_ls(runs: list[dict]) -> str:
+    """The search steps' L: one for all runs, or each run's with its
+    profile and query count where they differ (ivf probes clusters)."""
+    ls = [(r.get("search_l", "?"), r.get("nq")) for r in runs]
+    if len(set(ls)) <= 1:
+        return f"L = {ls[0][0] if ls else '?'}"
+    def who(r):
+        cmd = str(r.get("command", ""))
+        return cmd.split("--profiles ")[1].split()[0] if "--profiles " in cmd else "?"
+    return "L = " + ", ".join(f"{l} ({who(r)}, {nq:,} queries)" if isinstance(nq, int) else f"{l} ({who(r)})"
+                              for r, (l, nq) in zip(runs, ls))
+
+
 def render(results: str) -> str:
     files = load_all(results)
     if not files:
@@ -143,7 +156,7 @@ def render(results: str) -> str:
         f"Runbook `{run.get('runbook', '?')}` on {run.get('dataset', '?')} (n = {run.get('n', '?'):,}), "
         f"{run.get('threads', '?')} threads, memory budget {fmt(run.get('memory_budget_bytes', 0) / 1e6, '.1f')} MB, "
         f"the delta's share {run.get('delta_share', '?')}, inserts in batches of {run.get('batch', '?')}, "
-        f"every search step at L = {run.get('search_l', '?')}. Each profile ran by itself "
+        f"every search step at {search_ls(runs)}. Each profile ran by itself "
         f"(`{RUN} --runs minilm-PROFILE`); the ratios compare figures of the same run.",
         "",
         "Commands:",

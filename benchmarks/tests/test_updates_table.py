@@ -48,3 +48,11 @@ def test_targets_are_checked_per_profile(tmp_path):
 
 def test_a_missing_file_names_the_run_that_makes_it(tmp_path):
     assert "bench.py run benchmarks/scenarios/updates.toml" in T.render(str(tmp_path))
+
+
+def test_the_search_steps_l_is_each_runs_when_they_differ():
+    same = [{"search_l": 40, "nq": 1000}, {"search_l": 40, "nq": 1000}]
+    assert T.search_ls(same) == "L = 40"
+    mixed = [{"search_l": 40, "nq": 1000, "command": "x --profiles diskann --runbook y"},
+             {"search_l": 20, "nq": 200, "command": "x --profiles ivf -L 20"}]
+    assert T.search_ls(mixed) == "L = 40 (diskann, 1,000 queries), 20 (ivf, 200 queries)"
