@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ok, run, stderr, stdout};
+use common::{ok, run, small_graph, stderr, stdout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -61,19 +61,11 @@ fn fixture() -> &'static Fixture {
         for f in ["base.fbin", "query.fbin", "gt.ibin"] {
             assert!(data.join(f).is_file(), "synth wrote no {f}");
         }
-        ok(run(&[
+        ok(run(&small_graph(&[
             &"build",
             &data.join("base.fbin"),
             &index,
-            &"-R",
-            &"16",
-            &"--complexity",
-            &"32",
-            &"--pq-bytes",
-            &"8",
-            &"--threads",
-            &"2",
-        ]));
+        ])));
         Fixture { data, index }
     })
 }
@@ -757,7 +749,7 @@ fn build_collection_and_search_it() {
     let f = fixture();
     let tmp = tempdir();
     let dir = tmp.path().join("c");
-    let o = ok(run(&[
+    let o = ok(run(&small_graph(&[
         &"build-collection",
         &f.data.join("base.fbin"),
         &dir,
@@ -765,15 +757,7 @@ fn build_collection_and_search_it() {
         &"3",
         &"--partition",
         &"kmeans",
-        &"-R",
-        &"16",
-        &"--complexity",
-        &"32",
-        &"--pq-bytes",
-        &"8",
-        &"--threads",
-        &"2",
-    ]));
+    ])));
     assert!(stdout(&o).contains("3 segments"), "{}", stdout(&o));
     assert!(dir.join("collection.json").is_file());
     let queries = f.data.join("query.fbin");
@@ -913,21 +897,13 @@ fn build_with_labels_and_search_filtered() {
     )
     .unwrap();
     let index = tmp.path().join("index");
-    let o = ok(run(&[
+    let o = ok(run(&small_graph(&[
         &"build",
         &f.data.join("base.fbin"),
         &index,
         &"--labels",
         &labels,
-        &"-R",
-        &"16",
-        &"--complexity",
-        &"32",
-        &"--pq-bytes",
-        &"8",
-        &"--threads",
-        &"2",
-    ]));
+    ])));
     assert!(stderr(&o).contains("label names from"), "{}", stderr(&o));
     let out = stdout(&ok(run(&[&"info", &index])));
     assert!(

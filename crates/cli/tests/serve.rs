@@ -7,7 +7,7 @@ mod common;
 #[path = "common/http.rs"]
 mod http;
 
-use common::{ok, run};
+use common::{ok, run, small_graph};
 use http::{f32_rows, get, post_json, Conn};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -48,19 +48,11 @@ fn fixture() -> &'static Fixture {
             &"--threads",
             &"2",
         ]));
-        ok(run(&[
+        ok(run(&small_graph(&[
             &"build",
             &data.join("base.fbin"),
             &index,
-            &"-R",
-            &"16",
-            &"--complexity",
-            &"32",
-            &"--pq-bytes",
-            &"8",
-            &"--threads",
-            &"2",
-        ]));
+        ])));
         Fixture { root, data, index }
     })
 }
@@ -250,7 +242,7 @@ fn a_collection_answers_as_in_process_with_and_without_probe() {
     let f = fixture();
     let dir = f.root.join("collection");
     if !dir.join("collection.json").is_file() {
-        ok(run(&[
+        ok(run(&small_graph(&[
             &"build-collection",
             &f.data.join("base.fbin"),
             &dir,
@@ -258,15 +250,7 @@ fn a_collection_answers_as_in_process_with_and_without_probe() {
             &"3",
             &"--partition",
             &"kmeans",
-            &"-R",
-            &"16",
-            &"--complexity",
-            &"32",
-            &"--pq-bytes",
-            &"8",
-            &"--threads",
-            &"2",
-        ]));
+        ])));
     }
     let server = Server::start(&dir, &[]);
     let q = queries();
@@ -650,7 +634,7 @@ fn filters_over_http_return_only_matches() {
     )
     .unwrap();
     let index = dir.join("index");
-    ok(run(&[
+    ok(run(&small_graph(&[
         &"build",
         &f.data.join("base.fbin"),
         &index,
@@ -658,15 +642,7 @@ fn filters_over_http_return_only_matches() {
         &labels,
         &"--label-names",
         &dir.join("names.tsv"),
-        &"-R",
-        &"16",
-        &"--complexity",
-        &"32",
-        &"--pq-bytes",
-        &"8",
-        &"--threads",
-        &"2",
-    ]));
+    ])));
     let server = Server::start(&index, &[]);
     let q = queries();
     let rows: Vec<&[f32]> = q.chunks(DIM).take(6).collect();

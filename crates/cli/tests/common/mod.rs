@@ -54,3 +54,24 @@ pub fn write_spmat(path: &std::path::Path, rows: &[Vec<i32>], ncol: i64) {
     (0..nnz).for_each(|_| b.extend_from_slice(&1f32.to_le_bytes()));
     std::fs::write(path, b).unwrap();
 }
+
+/// The flags of a small, quick graph build: R 16, L 32, 8-byte PQ, 2 threads.
+pub static SMALL_GRAPH: [&str; 8] = [
+    "-R",
+    "16",
+    "--complexity",
+    "32",
+    "--pq-bytes",
+    "8",
+    "--threads",
+    "2",
+];
+
+/// `head` (a command and its own arguments) followed by [`SMALL_GRAPH`].
+pub fn small_graph<'a>(
+    head: &[&'a dyn AsRef<std::ffi::OsStr>],
+) -> Vec<&'a dyn AsRef<std::ffi::OsStr>> {
+    let mut v = head.to_vec();
+    v.extend(SMALL_GRAPH.iter().map(|s| s as &dyn AsRef<std::ffi::OsStr>));
+    v
+}
