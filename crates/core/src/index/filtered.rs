@@ -168,19 +168,25 @@ impl Index {
                 "a radius",
             ));
         }
-        // The first filtered query times the estimate the model charges.
-        let first = filters.iter().position(Option::is_some);
-        let costs =
-            first.map(|qi| FilterCosts::of(self, params, &queries[qi * dim..(qi + 1) * dim]));
+        // The costs are made (the first time, an estimate timed on this
+        // query) only for a filter that leaves a choice: one that matches
+        // nothing or everything answers without them, at once.
+        let t0 = std::time::Instant::now();
+        let n = self.len();
+        let costs = std::cell::OnceCell::new();
         let ways: Vec<Way> = filters
             .iter()
-            .map(|f| match f {
+            .enumerate()
+            .map(|(qi, f)| match f {
                 None => Way::Plain,
                 Some(rows) => {
-                    let m = rows.range_cardinality(0..self.len() as u32);
-                    let (k, l) = (params.k, params.complexity);
-                    let costs = costs.as_ref().expect("a filtered query times the costs");
-                    plan_query(m, self.len(), k, l, way, costs)
+                    let m = rows.range_cardinality(0..n as u32);
+                    if m == 0 || m as usize >= n {
+                        return if m == 0 { Way::Empty } else { Way::Plain };
+                    }
+                    let q = &queries[qi * dim..(qi + 1) * dim];
+                    let c = costs.get_or_init(|| FilterCosts::of(self, params, q));
+                    plan_query(m, n, params.k, params.complexity, way, c)
                 }
             })
             .collect();
@@ -201,6 +207,9 @@ impl Index {
         for (w, members) in groups {
             self.run_group(&req, w, &members, &mut out)?;
         }
+        // The whole call: planning and the queries answered without a
+        // search (an empty filter's) count too.
+        out.wall_s = t0.elapsed().as_secs_f64();
         Ok(out)
     }
 
