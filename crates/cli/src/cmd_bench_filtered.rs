@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use stratavec::args::{Given, Params};
-use stratavec::data::{GroundTruth, Metric};
+use stratavec::data::GroundTruth;
 use stratavec::index::filtered::FilterWay;
 use stratavec::labels::{spmat, store, LabelInput};
 use stratavec::{Index, OpenOptions};
@@ -72,18 +72,8 @@ pub struct Args {
     /// Build again even when a complete index is there.
     #[arg(long)]
     rebuild: bool,
-    /// Distance of the builds (as `bench --metric`).
-    #[arg(long, default_value = "l2")]
-    metric: Metric,
-    /// Graph degree R of the builds.
-    #[arg(long, short = 'R', default_value_t = 64)]
-    graph_degree: usize,
-    /// Build list size L of the graph builds.
-    #[arg(long, default_value_t = 128)]
-    complexity: usize,
-    /// PQ bytes of the builds whose profile does not plan them.
-    #[arg(long, default_value_t = 48)]
-    pq_bytes: usize,
+    #[command(flatten)]
+    graph: variants::GraphBuildFlags,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -259,9 +249,9 @@ fn start_peers(a: &Args, name: &str, budget: u64) -> Result<Vec<(peers::Peer, Ve
             k: a.k,
             sweep: &sweep,
             memory_budget_mb: budget as f64 / 1e6,
-            pq_bytes: a.pq_bytes,
-            graph_degree: a.graph_degree,
-            complexity: a.complexity,
+            pq_bytes: a.graph.pq_bytes,
+            graph_degree: a.graph.graph_degree,
+            complexity: a.graph.complexity,
             alpha: 1.2,
             beam_width: stratavec::SearchParams::default().beam_width,
             rebuild: a.rebuild,
@@ -323,7 +313,7 @@ fn build_or_reuse(
 }
 
 fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
-    variants::graph_build(a.metric, a.graph_degree, a.complexity, a.pq_bytes, budget)
+    a.graph.run_build(budget)
 }
 
 fn run_search(a: &Args) -> Vec<(String, String)> {

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use stratavec::args::{Given, Params};
-use stratavec::data::{GroundTruth, Metric};
+use stratavec::data::GroundTruth;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -76,18 +76,8 @@ pub struct Args {
     /// timed merges.
     #[arg(long, default_value_t = 0.1)]
     merge_share: f64,
-    /// Distance of the builds (as `bench --metric`).
-    #[arg(long, default_value = "l2")]
-    metric: Metric,
-    /// Graph degree R of the builds.
-    #[arg(long, short = 'R', default_value_t = 64)]
-    graph_degree: usize,
-    /// Build list size L of the graph builds.
-    #[arg(long, default_value_t = 128)]
-    complexity: usize,
-    /// PQ bytes of the builds whose profile does not plan them.
-    #[arg(long, default_value_t = 48)]
-    pq_bytes: usize,
+    #[command(flatten)]
+    graph: variants::GraphBuildFlags,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -113,7 +103,7 @@ pub fn run(a: Args) -> Result<()> {
         dim,
         queries: &queries,
         truth: &truth,
-        metric: a.metric,
+        metric: a.graph.metric,
         k: a.k,
         threads: a.threads,
     };
@@ -193,7 +183,7 @@ fn runbook_of(spec: &str, dataset: &str, n: usize) -> Result<Runbook> {
 
 /// The run's flags as build keywords (as `bench`'s).
 fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
-    variants::graph_build(a.metric, a.graph_degree, a.complexity, a.pq_bytes, budget)
+    a.graph.run_build(budget)
 }
 
 fn run_search(a: &Args) -> Vec<(String, String)> {

@@ -467,6 +467,37 @@ pub fn find(name: &str) -> Result<&'static Variant> {
     }
 }
 
+/// The build flags of a run whose builds take only the graph's
+/// (`bench-updates`, `bench-filtered`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct GraphBuildFlags {
+    /// Distance of the builds (as `bench --metric`).
+    #[arg(long, default_value = "l2")]
+    pub metric: stratavec::data::Metric,
+    /// Graph degree R of the builds.
+    #[arg(long, short = 'R', default_value_t = 64)]
+    pub graph_degree: usize,
+    /// Build list size L of the graph builds.
+    #[arg(long, default_value_t = 128)]
+    pub complexity: usize,
+    /// PQ bytes of the builds whose profile does not plan them.
+    #[arg(long, default_value_t = 48)]
+    pub pq_bytes: usize,
+}
+
+impl GraphBuildFlags {
+    /// The run's build at a memory budget of `budget` bytes.
+    pub fn run_build(&self, budget: u64) -> RunBuild {
+        graph_build(
+            self.metric,
+            self.graph_degree,
+            self.complexity,
+            self.pq_bytes,
+            budget,
+        )
+    }
+}
+
 /// The build of a run whose flags are only the graph's (`bench-updates`,
 /// `bench-filtered`): metric, degree R, build list size, PQ bytes.
 pub fn graph_build(
