@@ -17,6 +17,7 @@
 
 use super::open::Index;
 use crate::search::{QueryStats, SearchParams};
+use roaring::RoaringBitmap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -25,24 +26,22 @@ use std::time::Instant;
 pub const READ_NS: f64 = 20_000.0;
 
 /// How much longer a list in-search needs than the pre-filter's re-rank
-/// count to reach the same recall. The pre-filter ranks *every* match on
-/// its code; a graph search with a list grown by 1/selectivity sees only
-/// the matches near its path, and real filters are often unrelated to
-/// (or against) the query's neighbourhood. Measured on wordnet-minilm's
-/// filtered queries (benchmarks/results/filtered-384.jsonl, bands of
-/// 34% and 10% selectivity): equal recall@10 took in-search 1.6–2.5× the
-/// pre-filter's list on diskann and ~10× on gorgeous (whose larger codes
-/// rank better). The cost model charges in-search this many times its
-/// grown list, so it is chosen only where the pre-filter's scan of the
-/// matches is that much dearer: broad filters over large indexes.
-pub const IN_SEARCH_RECALL_COST: f64 = 8.0;
+/// count to reach the same recall, beyond [`refine_share`]. The
+/// pre-filter ranks *every* match on its code; the in-graph search ranks
+/// the matches near its path, listing only matches where it can look two
+/// hops through RAM (`search::acorn`). Measured on wordnet-minilm's
+/// filtered queries (20% budget; 34%, 10% and 1% of the rows matching):
+/// gorgeous's in-graph search at L 40 reached the recall@10 of its
+/// pre-filter at L 16 (0.97-0.98 in each band), 2.5 = 1.25/σ; diskann's,
+/// its list grown 4× for the routes it keeps, reached at L 16 what its
+/// pre-filter reached at L 40 (0.96), so 1.25 is the cautious one of the
+/// two: an in-graph search must be clearly cheaper to be chosen.
+pub const IN_SEARCH_RECALL_COST: f64 = 1.25;
 
 /// A two-stage search (Gorgeous §4.2, `search::two_stage`) scores exactly
-/// only its top σ·L candidates, the pre-filter its top L matches: for the
-/// same exact reads of matches its list must be 1/σ longer, on top of
-/// [`IN_SEARCH_RECALL_COST`]. With σ = 0.5 that makes gorgeous's factor
-/// 16, where the wordnet-minilm bands measured ~10 (its L 16 pre-filter
-/// at R@10 0.979, its in-search 0.976 only at L 160).
+/// only its best σ·L matches, the pre-filter its top L: for the same
+/// exact reads of matches its list must be 1/σ longer, on top of
+/// [`IN_SEARCH_RECALL_COST`].
 fn refine_share(two_stage: bool, refine_ratio: f32) -> f64 {
     match two_stage {
         true => f64::from(refine_ratio).clamp(0.05, 1.0),
@@ -60,6 +59,7 @@ const TIMED: usize = 8192;
 #[derive(Debug, Default)]
 pub struct Calibration {
     estimate_ns: OnceLock<f64>,
+    lookup_ns: OnceLock<f64>,
     reads: AtomicU64,
     hops: AtomicU64,
 }
@@ -90,10 +90,17 @@ pub struct FilterCosts {
     pub read_ns: f64,
     /// One estimate from the codes in RAM.
     pub estimate_ns: f64,
+    /// One lookup in a filter's rows (the in-graph filter makes one for
+    /// every neighbour it meets, and more for its two-hop look).
+    pub lookup_ns: f64,
     /// Reads a hop of the graph search.
     pub reads_per_hop: f64,
     /// Neighbours estimated a hop (the graph's mean degree).
     pub degree: f64,
+    /// The share of adjacency lists held in RAM: the in-graph filter looks
+    /// through those for matches two hops away (`search::acorn`), and
+    /// routes through the others.
+    pub held: f64,
     /// The share of its list the search scores exactly (σ of a two-stage
     /// search, else 1).
     pub exact_share: f64,
@@ -108,7 +115,12 @@ pub struct FilterCosts {
 impl FilterCosts {
     /// `index`'s costs for a search of `params`; `query` (one vector)
     /// times the estimate the first time they are asked for.
-    pub fn of(index: &Index, params: &SearchParams, query: &[f32]) -> FilterCosts {
+    pub fn of(
+        index: &Index,
+        params: &SearchParams,
+        query: &[f32],
+        rows: &RoaringBitmap,
+    ) -> FilterCosts {
         let ranks = index.plan.codes.in_ram();
         let estimate_ns = match ranks {
             true => *index
@@ -117,11 +129,18 @@ impl FilterCosts {
                 .get_or_init(|| time_estimates(index, query)),
             false => 0.0,
         };
+        let lookup_ns = *index
+            .calibration
+            .lookup_ns
+            .get_or_init(|| time_lookups(index.len(), rows));
         let n = index.len().max(1);
-        let not_held = 1.0 - index.cached_lists() as f64 / n as f64;
+        let held = (index.cached_lists() as f64 / n as f64).clamp(0.0, 1.0);
+        let not_held = 1.0 - held;
         FilterCosts {
+            held,
             read_ns: READ_NS,
             estimate_ns,
+            lookup_ns,
             reads_per_hop: index.calibration.reads_per_hop(not_held.max(0.1)),
             degree: index.manifest.graph_mean_degree.max(1.0),
             exact_share: refine_share(params.two_stage, params.refine_ratio),
@@ -140,12 +159,46 @@ impl FilterCosts {
         rerank as f64 * self.read_ns + scan
     }
 
-    /// A graph search's cost with a list of `complexity`, charged for the
-    /// recall it gives up against the pre-filter at the caller's list.
-    pub fn in_search(&self, complexity: usize) -> f64 {
-        let hop = self.reads_per_hop * self.read_ns + self.degree * self.estimate_ns;
-        IN_SEARCH_RECALL_COST / self.exact_share * complexity as f64 * hop
+    /// The list an in-graph search needs for the recall of the
+    /// pre-filter re-ranking `l` (the module's factors).
+    pub fn equal_recall_list(&self, l: usize) -> usize {
+        (l as f64 * IN_SEARCH_RECALL_COST / self.exact_share).ceil() as usize
     }
+
+    /// An in-graph search's cost with a list of `complexity` for a filter
+    /// of selectivity `s`. A hop reads, estimates its neighbours
+    /// and looks each up in the filter; where a list is held in RAM and
+    /// most neighbours fail, it looks through up to 1/s of them more for
+    /// the matches two hops away (`search::acorn`), and estimates those.
+    pub fn in_search(&self, complexity: usize, s: f64) -> f64 {
+        let two_hop = match s < 0.5 {
+            true => self.held * self.degree * (1.0 / s.max(1e-9)).min(self.degree),
+            false => 0.0,
+        };
+        let hop = self.reads_per_hop * self.read_ns
+            + 2.0 * self.degree * self.estimate_ns
+            + (self.degree + two_hop) * self.lookup_ns;
+        complexity as f64 * hop
+    }
+}
+
+/// Nanoseconds one lookup in `rows` (a filter's, of an index of `n`)
+/// takes: the fastest of three passes over ids spread over the index.
+fn time_lookups(n: usize, rows: &RoaringBitmap) -> f64 {
+    let step = (n / TIMED).max(1) as u32;
+    // A multiplicative hash spreads the ids as a graph's neighbours are.
+    let ids: Vec<u32> = (0..TIMED as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) % (n.max(1) as u32) / step * step)
+        .collect();
+    let mut best = f64::INFINITY;
+    let mut hits = 0usize;
+    for _ in 0..3 {
+        let t = Instant::now();
+        hits += ids.iter().filter(|&&id| rows.contains(id)).count();
+        best = best.min(t.elapsed().as_nanos() as f64);
+    }
+    std::hint::black_box(hits);
+    (best / ids.len() as f64).max(0.1)
 }
 
 /// Nanoseconds one estimate takes on this machine: the fastest of three
@@ -191,18 +244,30 @@ mod tests {
         let c = FilterCosts {
             read_ns: 1000.0,
             estimate_ns: 10.0,
+            lookup_ns: 5.0,
             reads_per_hop: 0.5,
             degree: 20.0,
+            held: 0.0,
             exact_share: 1.0,
             ranks: true,
             graph: true,
         };
-        assert_eq!(c.in_search(10), IN_SEARCH_RECALL_COST * 10.0 * 700.0);
+        // A hop: half a read, 2 × 20 estimates, 20 lookups.
+        let hop = 500.0 + 400.0 + 100.0;
+        assert_eq!(c.in_search(10, 0.1), 10.0 * hop);
         let two_stage = FilterCosts {
             exact_share: refine_share(true, 0.5),
             ..c
         };
-        assert_eq!(two_stage.in_search(10), 2.0 * c.in_search(10));
+        assert_eq!(c.equal_recall_list(40), 50);
+        assert_eq!(two_stage.equal_recall_list(40), 100);
+        // Lists in RAM: 1/s more lookups a neighbour where most fail
+        // (at most the degree), none where most pass.
+        let held = FilterCosts { held: 1.0, ..c };
+        let looks = |s| (held.in_search(10, s) - c.in_search(10, s)) / (10.0 * 5.0);
+        assert!((looks(0.1) - 200.0).abs() < 1e-6);
+        assert!((looks(0.001) - 400.0).abs() < 1e-6);
+        assert_eq!(looks(0.6), 0.0);
         assert_eq!(c.pre(100, 4), 4000.0 + 1000.0);
         let blind = FilterCosts { ranks: false, ..c };
         assert_eq!(blind.pre(100, 100), 100_000.0);

@@ -5,12 +5,14 @@
 //! - **pre-filter** (`search::prefilter`): rank the matches on their codes
 //!   in RAM and read the best few exactly. Its cost grows with the
 //!   matches, not the index: the way for selective filters.
-//! - **in-search** ("in-graph"): the index's own search with its list
-//!   grown by 1/selectivity (at most [`GROWTH_CAP`]×, as DiskANN Rust's
-//!   2026 filtered search raises its list adaptively up to 16×), every
-//!   exact distance it made a candidate and only matches admitted into
-//!   the result (`search::batch`'s `allowed`). A cluster index probes more
-//!   clusters and filters inside them.
+//! - **in-search** ("in-graph"): the index's own search listing only
+//!   matches, looking two hops through the lists held in RAM where most of
+//!   a node's neighbours fail and routing through failing nodes where it
+//!   cannot (ACORN-1, `search::acorn`); its list grown by the share of
+//!   routes it expects (at most [`GROWTH_CAP`]×, as DiskANN Rust's 2026
+//!   filtered search raises its list adaptively up to 16×), and only
+//!   matches admitted into the result (`search::batch`'s `allowed`). A
+//!   cluster index probes more clusters and filters inside them.
 //! - **post-filter**: the unfiltered search at the caller's list size,
 //!   asked for k / selectivity results, those that do not match dropped
 //!   (every row it scored a candidate, as in-search): for broad filters,
@@ -23,7 +25,7 @@
 pub use super::filter_costs::FilterCosts;
 use super::open::Index;
 use crate::error::{Error, Result};
-use crate::search::batch::BatchResult;
+use crate::search::batch::{Admit, BatchResult};
 use crate::search::prefilter::PreFilter;
 use crate::search::{QueryStats, SearchParams};
 use roaring::RoaringBitmap;
@@ -95,7 +97,8 @@ pub fn plan_query(
         true => l.min(matches as usize),
         false => matches as usize,
     };
-    let grown = ((l as f64 / s).ceil() as usize).clamp(l, GROWTH_CAP * l);
+    let grown =
+        ((l as f64 / in_list_share(s, costs.held)).ceil() as usize).clamp(l, GROWTH_CAP * l);
     let post_k = ((1.5 * k as f64 / s).ceil() as usize)
         .clamp(k, GROWTH_CAP * l)
         .min(n);
@@ -108,27 +111,48 @@ pub fn plan_query(
         FilterWay::Pre if graph => pre,
         FilterWay::Pre | FilterWay::InSearch => in_search,
         FilterWay::Post => post,
+        // The choice keeps the recall of the pre-filter at `l`: an
+        // in-graph search chosen instead runs with the longer list that
+        // reaches it, and is chosen if that costs less.
         FilterWay::Auto => {
-            let in_search_cost = costs.in_search(bucket(grown, l));
-            if graph && costs.pre(matches, rerank) <= in_search_cost {
+            let complexity = bucket(costs.equal_recall_list(grown), l);
+            if graph && costs.pre(matches, rerank) <= costs.in_search(complexity, s) {
                 pre
             } else if s >= POST_FROM {
                 post
             } else {
-                in_search
+                Way::InSearch { complexity }
             }
         }
     }
 }
 
-/// `want` rounded up to `l` times a power of two, so the grown lists of a
-/// batch fall in a few sub-batches (at most 5: 1, 2, 4, 8, 16 × l).
+/// The share of an in-graph search's list that matches, for a filter of
+/// selectivity `s` over an index holding the share `held` of its lists in
+/// RAM: where a list is held the search lists only matches (ACORN-1's
+/// two-hop look, `search::acorn`), elsewhere the route through a failing
+/// node takes a slot as often as the filter fails. The list grows by its
+/// inverse so it holds about as many matches as an unfiltered list holds
+/// candidates.
+fn in_list_share(s: f64, held: f64) -> f64 {
+    s + held * (1.0 - s)
+}
+
+/// `want` rounded up to `l` times a power of √2, so the grown lists of a
+/// batch fall in a few sub-batches (at most 9: 1, 1.41, 2, ... 16 × l)
+/// while none runs more than 1.41× the list it needs.
 fn bucket(want: usize, l: usize) -> usize {
-    let mut b = l;
-    while b < want {
-        b *= 2;
+    let cap = GROWTH_CAP * l;
+    let (mut b, mut step) = (l, 0);
+    while b < want && b < cap {
+        step += 1;
+        let base = l << (step / 2);
+        b = match step % 2 {
+            0 => base,
+            _ => (base as f64 * std::f64::consts::SQRT_2).ceil() as usize,
+        };
     }
-    b.min(GROWTH_CAP * l)
+    b.min(cap)
 }
 
 impl Index {
@@ -185,7 +209,7 @@ impl Index {
                         return if m == 0 { Way::Empty } else { Way::Plain };
                     }
                     let q = &queries[qi * dim..(qi + 1) * dim];
-                    let c = costs.get_or_init(|| FilterCosts::of(self, params, q));
+                    let c = costs.get_or_init(|| FilterCosts::of(self, params, q, rows));
                     plan_query(m, n, params.k, params.complexity, way, c)
                 }
             })
@@ -242,17 +266,28 @@ impl Index {
             .collect();
         let allowed: Vec<Allowed> = members.iter().map(|&qi| filters[qi].clone()).collect();
         let mut p = params.clone();
+        let rows = allowed.as_slice();
         let (admit, pre) = match w {
             Way::Empty | Way::Plain => (None, None),
             Way::Pre { rerank } => {
                 stats.filter_pre = 1;
                 let ranks = self.plan.codes.in_ram();
-                (Some(allowed.as_slice()), Some(PreFilter { rerank, ranks }))
+                let admit = Admit {
+                    rows,
+                    in_graph: false,
+                };
+                (Some(admit), Some(PreFilter { rerank, ranks }))
             }
             Way::InSearch { complexity } => {
                 stats.filter_graph = 1;
                 p.complexity = complexity;
-                (Some(allowed.as_slice()), None)
+                (
+                    Some(Admit {
+                        rows,
+                        in_graph: true,
+                    }),
+                    None,
+                )
             }
             // Every row the wider search scored is a candidate, not only its
             // top k': a post-filter at least as good as filtering the
@@ -262,7 +297,13 @@ impl Index {
                 stats.filter_post = 1;
                 p.k = wide;
                 p.complexity = p.complexity.max(wide);
-                (Some(allowed.as_slice()), None)
+                (
+                    Some(Admit {
+                        rows,
+                        in_graph: false,
+                    }),
+                    None,
+                )
             }
         };
         let graph_search = pre.is_none();
@@ -331,12 +372,23 @@ mod tests {
         FilterCosts {
             read_ns: 20_000.0,
             estimate_ns: 30.0,
+            lookup_ns: 15.0,
             reads_per_hop: 1.0,
             degree: 48.0,
+            held: 0.0,
             exact_share: 1.0,
             ranks,
             graph,
         }
+    }
+
+    #[test]
+    fn buckets_are_half_powers_of_two_up_to_the_cap() {
+        let got: Vec<usize> = [10, 11, 15, 20, 28, 29, 100, 160, 1000]
+            .iter()
+            .map(|&w| bucket(w, 10))
+            .collect();
+        assert_eq!(got, [10, 15, 15, 20, 29, 29, 114, 160, 160]);
     }
 
     #[test]
@@ -346,9 +398,12 @@ mod tests {
         assert_eq!(plan(100_000, FilterWay::Auto), Way::Plain);
         assert_eq!(plan(150, FilterWay::Auto), Way::Pre { rerank: 40 });
         assert_eq!(plan(30, FilterWay::Auto), Way::Pre { rerank: 30 });
-        // Broad filters: ranking 60% of 100k rows on their codes still
-        // costs less than the graph search at the recall it gives; over
-        // 10M rows it does not, and the post-filter takes them.
+        // Broad filters: ranking 20% or 60% of 100k rows on their codes
+        // costs less than a graph search that reads at every hop through
+        // a list grown for the routes (5×, 1.7×) and for the recall it
+        // gives up (1.25×); over 10M rows it does not, and the post-filter
+        // takes the broadest.
+        assert_eq!(plan(20_000, FilterWay::Auto), Way::Pre { rerank: 40 });
         assert_eq!(plan(60_000, FilterWay::Auto), Way::Pre { rerank: 40 });
         let big = plan_query(
             6_000_000,
@@ -368,10 +423,35 @@ mod tests {
             &costs(true, true),
         );
         assert_eq!(mid, Way::InSearch { complexity: 320 });
+        // Forced, the list is the grown one (200 in its bucket of 227).
+        assert_eq!(
+            plan_query(
+                2_000_000,
+                10_000_000,
+                10,
+                40,
+                FilterWay::InSearch,
+                &costs(true, true)
+            ),
+            Way::InSearch { complexity: 227 }
+        );
+        // Every list in RAM (Gorgeous): the in-graph search lists only
+        // matches, so its list does not grow, and a third of the rows
+        // matching cost less to search than to rank; a hundredth, whose
+        // two-hop look meets a hundred failures a match, do not.
+        let gorgeous = FilterCosts {
+            held: 1.0,
+            reads_per_hop: 0.4,
+            exact_share: 0.5,
+            ..costs(true, true)
+        };
+        let plan_held = |m| plan_query(m, 100_000, 10, 40, FilterWay::Auto, &gorgeous);
+        assert_eq!(plan_held(34_000), Way::InSearch { complexity: 114 });
+        assert_eq!(plan_held(1_000), Way::Pre { rerank: 40 });
         // Forced: the grown list in its bucket, never past the cap.
         assert_eq!(
             plan(20_000, FilterWay::InSearch),
-            Way::InSearch { complexity: 320 }
+            Way::InSearch { complexity: 227 }
         );
         assert_eq!(
             plan(10, FilterWay::InSearch),

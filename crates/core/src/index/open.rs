@@ -524,7 +524,7 @@ impl Index {
         queries: &[f32],
         dim: usize,
         params: &SearchParams,
-        allowed: Option<&[Option<std::sync::Arc<roaring::RoaringBitmap>>]>,
+        allowed: Option<crate::search::batch::Admit>,
         pre: Option<crate::search::prefilter::PreFilter>,
     ) -> Result<BatchResult> {
         if dim != self.dim() {

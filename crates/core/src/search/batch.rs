@@ -77,7 +77,17 @@ pub struct BatchShape<'a> {
     /// top k, so a search whose list was grown for the filter returns the
     /// nearest matches it met (strategy (b) of the issue, for every
     /// strategy alike).
-    pub allowed: Option<&'a [Option<Arc<RoaringBitmap>>]>,
+    pub allowed: Option<Admit<'a>>,
+}
+
+/// A filtered batch's rows (issue #56).
+#[derive(Clone, Copy)]
+pub struct Admit<'a> {
+    /// The rows each query may return (`None` in a slot: any).
+    pub rows: &'a [Option<Arc<RoaringBitmap>>],
+    /// The search itself lists only matches (ACORN-1's rule,
+    /// `search::acorn`); else only its result is filtered (a post-filter).
+    pub in_graph: bool,
 }
 
 /// Runs every query of `shape` with `strategy`, one worker per reader. Each
@@ -219,7 +229,10 @@ fn run_one_worker<S: Strategy>(
                     .map(|qi| {
                         let q = &shape.queries[qi * dim..(qi + 1) * dim];
                         let mut p = PreparedQuery::new(q, ctx.dtype, ctx.metric);
-                        p.allowed = shape.allowed.and_then(|a| a[qi].clone());
+                        if let Some(a) = shape.allowed {
+                            p.allowed = a.rows[qi].clone();
+                            p.in_graph = a.in_graph;
+                        }
                         p
                     })
                     .collect();
@@ -234,7 +247,7 @@ fn run_one_worker<S: Strategy>(
         },
         |mut done| {
             let mut res = Vec::new();
-            let allowed = shape.allowed.and_then(|a| a[done.index].as_deref());
+            let allowed = shape.allowed.and_then(|a| a.rows[done.index].as_deref());
             match (done.error.is_none(), allowed) {
                 (false, _) => {}
                 (true, None) => strategy.finish(&mut done.state, k, &mut res),

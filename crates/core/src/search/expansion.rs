@@ -35,6 +35,10 @@ pub struct Expansion {
     /// Scratch: a node's not yet visited neighbours and their estimates.
     fresh: Vec<u32>,
     fresh_est: Vec<f32>,
+    /// The ids the collected nodes' lists held (the in-graph filter's
+    /// two-hop cap, `search::acorn`), and its scratch.
+    fresh_degree: usize,
+    bridges: Vec<u32>,
     /// Scratch: the starts; the records a page brings that the search had
     /// not seen.
     scratch_ids: Vec<u32>,
@@ -67,6 +71,8 @@ impl Expansion {
             exact_seen: VisitedSet::with_capacity((complexity * 8).max(256)),
             fresh: Vec::new(),
             fresh_est: Vec::new(),
+            fresh_degree: 0,
+            bridges: Vec::new(),
             scratch_ids: Vec::new(),
             unlisted: Vec::new(),
             table_ready: false,
@@ -190,6 +196,7 @@ impl Expansion {
     pub fn collect_neighbors(&mut self, ctx: &SearchContext, id: u32, record: &[u8]) {
         let node = ctx.layout.parse(record);
         self.stats.hops += 1;
+        self.fresh_degree += node.degree();
         if let Some(e) = ctx.collect_new(id, &node, &mut self.visited, &mut self.fresh) {
             self.corrupt.get_or_insert(e);
         }
@@ -202,6 +209,18 @@ impl Expansion {
             self.table_ready || self.fresh.is_empty(),
             "estimates before the table"
         );
+        // A filtered query searched in the graph lists matches (ACORN-1).
+        if let Some(allowed) = self.query.narrows() {
+            super::acorn::admit_matches(
+                ctx,
+                allowed,
+                self.fresh_degree,
+                &mut self.fresh,
+                &mut self.visited,
+                &mut self.bridges,
+            );
+        }
+        self.fresh_degree = 0;
         // Every new neighbour's row is asked for before any is summed; the
         // kernel also asks for each row a few rows ahead of its sum
         // (`stratavec_simd`'s ROWS_AHEAD). With both, diskann through RAM

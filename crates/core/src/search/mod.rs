@@ -1,6 +1,7 @@
 //! Search: strategies written as state machines, run many at a time per
 //! worker thread by the scheduler (docs/architecture.md, "The execution
 //! model").
+pub mod acorn;
 pub mod batch;
 pub mod beam;
 pub mod block;

@@ -15,6 +15,10 @@ pub struct PreparedQuery {
     scratch: Vec<f32>,
     /// The rows a filtered query may return (issue #56); `None`: any row.
     pub allowed: Option<std::sync::Arc<roaring::RoaringBitmap>>,
+    /// The search lists only allowed rows (and the routes to them): the
+    /// in-graph filter (`search::acorn`). Else `allowed` filters only the
+    /// result.
+    pub in_graph: bool,
 }
 
 impl PreparedQuery {
@@ -37,7 +41,14 @@ impl PreparedQuery {
             metric,
             scratch: vec![],
             allowed: None,
+            in_graph: false,
         }
+    }
+
+    /// The rows the search itself may list (the in-graph filter's).
+    #[inline]
+    pub fn narrows(&self) -> Option<&roaring::RoaringBitmap> {
+        self.allowed.as_deref().filter(|_| self.in_graph)
     }
 
     /// Exact distance (smaller is closer) to a stored vector. Cosine indexes

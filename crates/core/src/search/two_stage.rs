@@ -81,6 +81,13 @@ pub struct TwoStageSearch {
     corrupt: Option<String>,
     fresh: Vec<u32>,
     fresh_est: Vec<f32>,
+    /// Scratch of the in-graph filter (`search::acorn`).
+    bridges: Vec<u32>,
+    /// Scratch: the candidates the refinement scores (`refine_targets`).
+    targets: Vec<u32>,
+    /// A filtered query's best matches by estimate, every one it
+    /// estimated, in or out of the list (`refine_targets`).
+    matches: CandidateList,
     /// The neighbours of the candidate expected next, whose codes are
     /// prefetched while this one is expanded (`prefetch_next`).
     ahead: Vec<u32>,
@@ -107,6 +114,9 @@ impl TwoStageSearch {
             corrupt: None,
             fresh: Vec::new(),
             fresh_est: Vec::new(),
+            bridges: Vec::new(),
+            targets: Vec::new(),
+            matches: CandidateList::new(p.complexity),
             ahead: Vec::new(),
         };
         s.start(ctx, p);
@@ -117,6 +127,7 @@ impl TwoStageSearch {
     fn recycle(mut self, ctx: &SearchContext, query: PreparedQuery, p: &TwoStage) -> Self {
         self.query = query;
         self.list.reset(p.complexity);
+        self.matches.reset(p.complexity);
         self.visited.clear();
         self.visited.reserve(visited_capacity(p.complexity));
         self.exact.clear();
@@ -143,6 +154,13 @@ impl TwoStageSearch {
             &mut self.visited,
             &mut self.list,
         );
+        if let Some(allowed) = self.query.allowed.as_deref() {
+            for c in self.list.as_slice() {
+                if allowed.contains(c.id) {
+                    self.matches.insert(c.id, c.dist);
+                }
+            }
+        }
     }
 
     /// Records node `id`'s exact distance, once; a record without its
@@ -164,12 +182,30 @@ impl TwoStageSearch {
             self.corrupt.get_or_insert(e);
             self.stage = Stage::Done;
         }
+        // A filtered query searched in the graph lists matches (ACORN-1).
+        if let Some(allowed) = self.query.narrows() {
+            super::acorn::admit_matches(
+                ctx,
+                allowed,
+                node.degree(),
+                &mut self.fresh,
+                &mut self.visited,
+                &mut self.bridges,
+            );
+        }
         self.fresh_est.resize(self.fresh.len(), 0.0);
         ctx.quantizer
             .estimate_many(&self.table, &self.fresh, &mut self.fresh_est);
         self.stats.estimated += self.fresh.len() as u64;
         for (&nb, &est) in self.fresh.iter().zip(&self.fresh_est) {
             self.list.insert(nb, est);
+        }
+        if let Some(allowed) = self.query.allowed.as_deref() {
+            for (&nb, &est) in self.fresh.iter().zip(&self.fresh_est) {
+                if allowed.contains(nb) {
+                    self.matches.insert(nb, est);
+                }
+            }
         }
     }
 
@@ -231,16 +267,37 @@ impl TwoStageSearch {
     /// (ranked above the first unexpanded one) within the top ⌈σ·L⌉.
     /// True when a read went out.
     fn refine_settled(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) -> bool {
-        let settled = self.list.first_unexpanded().min(self.refine);
+        // A filtered query's matches settle only when the search ends.
+        if self.query.allowed.is_some() {
+            return false;
+        }
+        let mut targets = std::mem::take(&mut self.targets);
+        self.refine_targets(self.list.first_unexpanded(), &mut targets);
         let mut issued = false;
-        for i in 0..settled {
-            let id = self.list.as_slice()[i].id;
+        for &id in &targets {
             if self.refine_one(ctx, id, reads) {
                 self.early.push(id);
                 issued = true;
             }
         }
+        self.targets = targets;
         issued
+    }
+
+    /// The candidates the refinement scores, among the list's first
+    /// `within`: the top ⌈σ·L⌉. A filtered query (issue #56) scores the
+    /// best ⌈σ·L⌉ matches it estimated instead, wherever they stand in the
+    /// list now ([`Self::matches`]): a failing candidate is no answer, and
+    /// the in-graph filter's routes through failing nodes gather near the
+    /// query, above the matches (`search::acorn`), and push them out of
+    /// the list.
+    fn refine_targets(&self, within: usize, out: &mut Vec<u32>) {
+        out.clear();
+        let ranked = match self.query.allowed.is_some() {
+            true => self.matches.as_slice(),
+            false => &self.list.as_slice()[..within.min(self.list.len())],
+        };
+        out.extend(ranked.iter().take(self.refine).map(|c| c.id));
     }
 
     /// Gives candidate `id` its exact distance: at once from the node
@@ -274,25 +331,18 @@ impl TwoStageSearch {
     /// exact distance get one, from the node cache or a read of the vector.
     fn refine_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
         self.stage = Stage::Refine;
-        let top = self.refine.min(self.list.len());
-        for i in 0..top {
-            let id = self.list.as_slice()[i].id;
-            // A filtered query (issue #56) keeps only matches: the others
-            // are not worth a read. Its list was grown by the filter's
-            // selectivity, so the matches among the top ⌈σ·L⌉ are about
-            // as many as an unfiltered query refines.
-            if self.query.allowed.as_ref().is_some_and(|a| !a.contains(id)) {
-                continue;
-            }
+        let mut targets = std::mem::take(&mut self.targets);
+        self.refine_targets(self.list.len(), &mut targets);
+        for &id in &targets {
             self.refine_one(ctx, id, reads);
         }
-        // Early reads of candidates that ended outside the top ⌈σ·L⌉.
-        let kept = &self.list.as_slice()[..top];
+        // Early reads of candidates that ended outside the targets.
         self.stats.wasted += self
             .early
             .iter()
-            .filter(|&&id| !kept.iter().any(|c| c.id == id))
+            .filter(|&id| !targets.contains(id))
             .count() as u64;
+        self.targets = targets;
         if self.vectors_pending.is_empty() {
             self.stage = Stage::Done;
         }
