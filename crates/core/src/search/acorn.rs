@@ -81,6 +81,51 @@ pub fn admit_matches(
     looked
 }
 
+/// Matches an in-graph filtered search samples for extra starts.
+pub const SAMPLED_STARTS: usize = 64;
+
+/// Lists a filtered query's matches sampled evenly over its rows as extra
+/// starts, those that rank within `list` at their estimates (marked
+/// visited), and returns them in `sampled` with their estimates in `est`.
+/// Filtered-DiskANN starts a query at its labels' own entry points (§3.2,
+/// FilteredVamana's per-label start nodes) so that it begins among
+/// matches rather than at a medoid the filter may exclude, with no match
+/// within reach; a sample of the matches themselves does that for any
+/// expression (an OR, a NOT) without a table kept per label, for 64
+/// estimates. A selective filter's sample covers a large share of its
+/// matches, so the search starts at the best of them.
+pub fn sample_starts(
+    ctx: &SearchContext,
+    table: &crate::quant::QueryTable,
+    allowed: &RoaringBitmap,
+    visited: &mut VisitedSet,
+    list: &mut crate::util::candidates::CandidateList,
+    sampled: &mut Vec<u32>,
+    est: &mut Vec<f32>,
+) -> u64 {
+    sampled.clear();
+    let m = allowed.len();
+    let step = (m / SAMPLED_STARTS as u64).max(1);
+    let picks = (0..m.min(SAMPLED_STARTS as u64)).filter_map(|i| allowed.select((i * step) as u32));
+    sampled.extend(picks.filter(|&id| (id as usize) < ctx.n && !visited.contains(id)));
+    est.resize(sampled.len(), 0.0);
+    ctx.quantizer.estimate_many(table, sampled, est);
+    let mut kept = 0;
+    for i in 0..sampled.len() {
+        let (id, e) = (sampled[i], est[i]);
+        if list.admits(e) && visited.insert(id) {
+            list.insert(id, e);
+            sampled[kept] = id;
+            est[kept] = e;
+            kept += 1;
+        }
+    }
+    let estimated = sampled.len() as u64;
+    sampled.truncate(kept);
+    est.truncate(kept);
+    estimated
+}
+
 /// Node `id`'s adjacency list if RAM holds it: the graph cache's, or a
 /// cached record's.
 fn list_in_ram<'a>(ctx: &SearchContext<'a>, id: u32) -> Option<NodeView<'a>> {
@@ -136,6 +181,62 @@ mod tests {
             ..BuildParams::for_profile("diskann")
         };
         small_index(&spec, &params).0
+    }
+
+    /// The sampled starts are matches spread over the rows, each listed
+    /// and marked visited only if it ranks in the list; a filter with
+    /// fewer matches than the sample offers every one.
+    #[test]
+    fn sampled_starts_are_spread_matches_that_rank() {
+        let dir = small();
+        let index = open_in_ram(dir.path(), Some(1 << 30));
+        let sp = crate::SearchParams::default();
+        let ctx = index.context(&sp);
+        let mut table = crate::quant::QueryTable::default();
+        let query: Vec<f32> = (0..16).map(|i| i as f32 * 0.1).collect();
+        ctx.quantizer.prepare(&query, &mut table);
+        for (allowed, capacity) in [
+            (
+                (0..600u32)
+                    .filter(|i| i % 3 == 0)
+                    .collect::<RoaringBitmap>(),
+                8,
+            ),
+            ((0..600u32).filter(|i| i % 3 == 0).collect(), 1000),
+            ([5u32, 77, 300].into_iter().collect(), 1000),
+        ] {
+            let mut visited = VisitedSet::for_ids_below(600, 64);
+            visited.insert(0);
+            let mut list = crate::util::candidates::CandidateList::new(capacity);
+            let (mut sampled, mut est) = (Vec::new(), Vec::new());
+            let estimated = sample_starts(
+                &ctx,
+                &table,
+                &allowed,
+                &mut visited,
+                &mut list,
+                &mut sampled,
+                &mut est,
+            );
+            let offered = allowed.len().min(SAMPLED_STARTS as u64) - u64::from(allowed.contains(0));
+            assert_eq!(estimated, offered);
+            assert!(sampled
+                .iter()
+                .all(|&id| allowed.contains(id) && visited.contains(id)));
+            assert_eq!(list.len(), sampled.len().min(capacity));
+            for (&id, &e) in sampled.iter().zip(&est) {
+                assert_eq!(e, ctx.quantizer.estimate(&table, id));
+            }
+            // The list holds the best of them (a small one pushed some of
+            // the early ones out again, as a search's list does).
+            assert!(list.as_slice().iter().all(|c| sampled.contains(&c.id)));
+            if capacity == 1000 {
+                assert_eq!(sampled.len() as u64, offered, "every offered match ranks");
+                assert_eq!(list.len(), sampled.len());
+                // Spread: the sample reaches the last third of the rows.
+                assert!(sampled.iter().any(|&id| id >= 300));
+            }
+        }
     }
 
     /// Without lists in RAM nothing is looked through: the matches are

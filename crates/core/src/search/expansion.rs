@@ -166,6 +166,20 @@ impl Expansion {
                 self.list.insert(id, est);
             }
         }
+        // A filtered query searched in the graph starts among its matches
+        // too (`search::acorn`).
+        if let Some(allowed) = self.query.narrows() {
+            self.stats.estimated += super::acorn::sample_starts(
+                ctx,
+                &self.table,
+                allowed,
+                &mut self.visited,
+                &mut self.list,
+                &mut self.fresh,
+                &mut self.fresh_est,
+            );
+            self.fresh.clear();
+        }
         true
     }
 

@@ -154,6 +154,19 @@ impl TwoStageSearch {
             &mut self.visited,
             &mut self.list,
         );
+        // A filtered query searched in the graph starts among its matches
+        // too (`search::acorn`).
+        if let Some(allowed) = self.query.narrows() {
+            self.stats.estimated += super::acorn::sample_starts(
+                ctx,
+                &self.table,
+                allowed,
+                &mut self.visited,
+                &mut self.list,
+                &mut self.fresh,
+                &mut self.fresh_est,
+            );
+        }
         if let Some(allowed) = self.query.allowed.as_deref() {
             for c in self.list.as_slice() {
                 if allowed.contains(c.id) {
