@@ -283,7 +283,9 @@ fn build_or_reuse(
     if !a.rebuild {
         if let Ok(m) = stratavec::index::Manifest::read(dir) {
             let labelled = m.plan.as_ref().is_some_and(|p| p.labels);
-            let same = m.build.profile == params.profile && m.n == labels.sets.len();
+            let same = m.build.profile == params.profile
+                && m.build.label_aware == params.label_aware
+                && m.n == labels.sets.len();
             if labelled && same && m.build_revision == stratavec::index::BUILD_REVISION {
                 let report = dir.join(stratavec::index::build::BUILD_REPORT);
                 let text = std::fs::read_to_string(&report).unwrap_or_else(|_| "{}".into());

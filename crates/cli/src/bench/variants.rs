@@ -236,6 +236,20 @@ pub const ALL: &[Variant] = &[
     },
     GORGEOUS,
     Variant {
+        name: "diskann-label-aware",
+        about: "diskann over a label-aware graph (FilteredVamana's pruning; needs labels, as \
+                bench-filtered's builds have)",
+        build: &[("label_aware", "true")],
+        ..PLAIN
+    },
+    Variant {
+        name: "gorgeous-label-aware",
+        about: "gorgeous over a label-aware graph (FilteredVamana's pruning; needs labels, as \
+                bench-filtered's builds have)",
+        build: &[("label_aware", "true")],
+        ..GORGEOUS
+    },
+    Variant {
         name: "gorgeous-two-stage",
         about: "diskann's index (node cache, no graph cache) + two-stage search only",
         search: &[("two_stage", "true")],

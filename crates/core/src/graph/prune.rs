@@ -1,6 +1,8 @@
 //! Robust prune (Vamana paper, Algorithm 2) with DiskANN's progressive alpha:
 //! candidates are taken in distance order; a candidate `c` is occluded by an
-//! already chosen `s` when `alpha * d(s, c) <= d(p, c)`. DiskANN first fills
+//! already chosen `s` when `alpha * d(s, c) <= d(p, c)` (and, in a
+//! label-aware build, `s` carries every label `p` and `c` share:
+//! `BuildSpace::covers`). DiskANN first fills
 //! the list with alpha = 1 and then relaxes alpha by 1.2x steps up to the
 //! requested value, so long edges are added only while there is room.
 
@@ -75,6 +77,11 @@ pub fn robust_prune(
                 if i > j {
                     continue;
                 }
+                // A label-aware build: only a node carrying every label p
+                // and j share occludes j (`BuildSpace::covers`).
+                if !space.covers(p, pool[i].1, pool[j].1) {
+                    continue;
+                }
                 let d_ij = space.dist(pool[i].1, pool[j].1);
                 let f = if d_ij > 0.0 {
                     pool[j].0 / d_ij
@@ -137,8 +144,10 @@ mod tests {
         assert_eq!(s.len(), out.len());
     }
 
-    /// DiskANN's eager occlusion (`occlude_list`), the reference.
-    fn eager(space: &BuildSpace, pool: &[(f32, u32)], alpha: f32, r: usize) -> Vec<u32> {
+    /// DiskANN's eager occlusion (`occlude_list`), the reference; with
+    /// labels, FilteredVamana's (a chosen node occludes only the
+    /// candidates whose labels shared with `p` it carries).
+    fn eager(space: &BuildSpace, p: u32, pool: &[(f32, u32)], alpha: f32, r: usize) -> Vec<u32> {
         let mut out = vec![];
         if pool.len() <= r {
             return pool.iter().map(|e| e.1).collect();
@@ -156,7 +165,7 @@ mod tests {
                     break;
                 }
                 for j in i + 1..pool.len() {
-                    if occlusion[j] > alpha {
+                    if occlusion[j] > alpha || !space.covers(p, pool[i].1, pool[j].1) {
                         continue;
                     }
                     let d = space.dist(pool[i].1, pool[j].1);
@@ -176,7 +185,7 @@ mod tests {
         #[test]
         fn lazy_equals_eager(seed in 0u64..10_000, n in 2usize..300, r in 1usize..40,
                              alpha in proptest::sample::select(vec![1.0f32, 1.2, 1.5, 2.0]),
-                             dups in proptest::bool::ANY) {
+                             dups in proptest::bool::ANY, labelled in proptest::bool::ANY) {
             let mut rng = crate::util::rng::Rng::new(seed);
             let dim = 6;
             let mut data: Vec<f32> = (0..n * dim).map(|_| rng.normal()).collect();
@@ -187,12 +196,18 @@ mod tests {
                     if i > 0 { b[..dim].copy_from_slice(&a[..dim]); }
                 }
             }
-            let space = BuildSpace::new(&data, dim, Metric::L2);
+            // Up to 3 of 5 labels a point (some none).
+            let rows: Vec<Vec<u32>> = (0..n)
+                .map(|_| (0..5).filter(|_| rng.unit_f32() < 0.3).collect())
+                .collect();
+            let labels = crate::labels::LabelSets::from_rows(rows.iter().map(|r| r.as_slice()), 5);
+            let space = BuildSpace::new(&data, dim, Metric::L2)
+                .with_labels(Some(&labels).filter(|_| labelled));
             let mut pool: Vec<(f32, u32)> = (1..n as u32).map(|i| (space.dist(0, i), i)).collect();
             let (mut sc, mut out) = (PruneScratch::default(), vec![]);
             robust_prune(&space, 0, &mut pool, alpha, r, &mut sc, &mut out);
             // `pool` is now sorted and deduplicated: the eager form's input.
-            proptest::prop_assert_eq!(out, eager(&space, &pool, alpha, r));
+            proptest::prop_assert_eq!(out, eager(&space, 0, &pool, alpha, r));
         }
     }
 }

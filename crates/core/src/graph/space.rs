@@ -18,6 +18,8 @@ pub struct BuildSpace<'a> {
     ext: Option<Vec<f32>>,
     /// 2 M^2 (inner product only).
     two_m_sq: f32,
+    /// Each point's labels, for a label-aware prune ([`Self::covers`]).
+    labels: Option<&'a crate::labels::LabelSets>,
 }
 
 impl<'a> BuildSpace<'a> {
@@ -42,7 +44,31 @@ impl<'a> BuildSpace<'a> {
             dim,
             ext,
             two_m_sq,
+            labels: None,
         }
+    }
+
+    /// The space with each point's labels (one set a point): its prune
+    /// becomes label-aware ([`Self::covers`]).
+    pub fn with_labels(mut self, labels: Option<&'a crate::labels::LabelSets>) -> Self {
+        debug_assert!(labels.is_none_or(|l| l.len() == self.n()));
+        self.labels = labels;
+        self
+    }
+
+    /// Whether `by`, chosen as a neighbour of `p`, may occlude `c`: always
+    /// without labels; with them, only if `by` carries every label `p`
+    /// and `c` share (FilteredVamana's FilteredRobustPrune, Gollapudi et
+    /// al. WWW'23 Algorithm 3). An edge to `c` is then kept where it is
+    /// the only link of `p` within a label they share, so each label's
+    /// points stay connected among themselves and a filtered search can
+    /// walk through matches.
+    #[inline]
+    pub fn covers(&self, p: u32, by: u32, c: u32) -> bool {
+        let Some(l) = self.labels else {
+            return true;
+        };
+        shared_within(l.row(p as usize), l.row(c as usize), l.row(by as usize))
     }
 
     pub fn n(&self) -> usize {
@@ -68,6 +94,56 @@ impl<'a> BuildSpace<'a> {
                 let dot = stratavec_simd::dot_f32(self.row(i), self.row(j));
                 (self.two_m_sq - 2.0 * (dot + ext[i as usize] * ext[j as usize])).max(0.0)
             }
+        }
+    }
+}
+
+/// Whether every label in both `a` and `b` is in `c` (each sorted,
+/// without repeats): one merge over the three.
+fn shared_within(a: &[u32], b: &[u32], c: &[u32]) -> bool {
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                while k < c.len() && c[k] < a[i] {
+                    k += 1;
+                }
+                if k == c.len() || c[k] != a[i] {
+                    return false;
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn set(v: &[u32]) -> Vec<u32> {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    proptest! {
+        /// Against the plain definition: (a ∩ b) ⊆ c.
+        #[test]
+        fn shared_within_is_the_subset_test(
+            a in proptest::collection::vec(0u32..12, 0..8),
+            b in proptest::collection::vec(0u32..12, 0..8),
+            c in proptest::collection::vec(0u32..12, 0..8),
+        ) {
+            let (a, b, c) = (set(&a), set(&b), set(&c));
+            let want = a.iter().filter(|x| b.contains(x)).all(|x| c.contains(x));
+            prop_assert_eq!(shared_within(&a, &b, &c), want);
         }
     }
 }

@@ -346,4 +346,58 @@ mod tests {
         assert_eq!(a, run(1));
         assert_eq!(a, run(3));
     }
+
+    /// A label-aware build (FilteredVamana's pruning) keeps more edges
+    /// between rows of the same label than the plain one: labels given at
+    /// random to a share of the rows, so a plain prune, which sees only
+    /// distances, links few of them to each other.
+    #[test]
+    fn a_label_aware_graph_links_each_labels_rows() {
+        let (n, dim) = (2000, 16);
+        let data = gaussian(n, dim, 4);
+        let mut rng = Rng::new(9);
+        // Label 0 on ~20% of the rows, label 1 on ~5%.
+        let rows: Vec<Vec<u32>> = (0..n)
+            .map(|_| {
+                let u = rng.unit_f32();
+                [(u < 0.2).then_some(0), (u < 0.05).then_some(1)]
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            })
+            .collect();
+        let labels = crate::labels::LabelSets::from_rows(rows.iter().map(|r| r.as_slice()), 2);
+        let params = VamanaParams {
+            degree: 16,
+            complexity: 32,
+            ..Default::default()
+        };
+        let plain = build(
+            &BuildSpace::new(&data, dim, Metric::L2),
+            &params,
+            &|_, _| {},
+        )
+        .0;
+        let aware_space = BuildSpace::new(&data, dim, Metric::L2).with_labels(Some(&labels));
+        let aware = build(&aware_space, &params, &|_, _| {}).0;
+        let within = |g: &Graph, l: u32| -> usize {
+            (0..n)
+                .filter(|&i| rows[i].contains(&l))
+                .map(|i| {
+                    g.lists[i]
+                        .iter()
+                        .filter(|&&j| rows[j as usize].contains(&l))
+                        .count()
+                })
+                .sum()
+        };
+        for l in [0, 1] {
+            let (p, a) = (within(&plain, l), within(&aware, l));
+            assert!(
+                a as f64 > 1.5 * p as f64,
+                "label {l}: {a} edges within it, plain {p}"
+            );
+        }
+        assert!(aware.lists.iter().all(|x| x.len() <= 16));
+    }
 }

@@ -246,6 +246,14 @@ pub struct BuildParams {
     #[serde(default)]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ivf_codes: bool,
+    /// A label-aware graph (needs labels): a closer neighbour occludes an
+    /// edge only if it carries every label the edge's two ends share
+    /// (FilteredVamana's pruning, Filtered-DiskANN §3.3), so each label's
+    /// vectors stay linked among themselves and a filtered search walks
+    /// through matches. Default: false.
+    #[serde(default)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub label_aware: bool,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
@@ -426,6 +434,7 @@ impl Default for BuildParams {
             ivf_closure: default_ivf_closure(),
             ivf_grouping: Default::default(),
             ivf_codes: false,
+            label_aware: false,
             ivf_sample_nprobe: default_ivf_sample_nprobe(),
             unset: Unset::default(),
         }
@@ -573,6 +582,13 @@ pub fn build_index_with(
     if let Some(l) = labels {
         l.check(n, source)?;
     }
+    if params.label_aware && labels.is_none() {
+        return Err(Error::argument(
+            "label_aware",
+            "labels to build by (--labels or --label-column)",
+            "none",
+        ));
+    }
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
     let (params, chosen) = fit(params, n, dim, data_dtype)?;
@@ -609,7 +625,8 @@ pub fn build_index_with(
         };
         return super::build_ivf::build(&input, staging, &params, &pool, report, t_all);
     }
-    let space = crate::graph::BuildSpace::new(&f32_data, dim, params.metric);
+    let aware = labels.filter(|_| params.label_aware).map(|l| l.sets);
+    let space = crate::graph::BuildSpace::new(&f32_data, dim, params.metric).with_labels(aware);
     let build = Build {
         space,
         params,

@@ -135,7 +135,9 @@ pub(crate) fn merge_into(
     if !base.plan.graph() {
         return merge_clusters(input, &set, report, staging, dir, &pool, t_all);
     }
-    let space = BuildSpace::new(&set.data, m.dim, m.metric);
+    // A label-aware graph stays so (the labels are the merged rows').
+    let aware = set.labels.as_ref().filter(|_| m.build.label_aware);
+    let space = BuildSpace::new(&set.data, m.dim, m.metric).with_labels(aware);
     let t = Instant::now();
     progress.stage("merge graph", 0);
     let graph = pool.install(|| merged_graph(&set, &space, base, input.delta));

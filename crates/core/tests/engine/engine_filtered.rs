@@ -53,6 +53,28 @@ fn labelled<'a>(sets: &'a LabelSets, names: &'a [String]) -> Attached<'a> {
 }
 
 pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str) {
+    build_labelled_with(dir, base, profile, false)
+        .unwrap_or_else(|e| panic!("{profile}: build: {e}"));
+}
+
+/// [`build_labelled`] with a label-aware graph or not, and without labels
+/// when `sets` is `None`.
+fn build_labelled_with(
+    dir: &std::path::Path,
+    base: &[f32],
+    profile: &str,
+    label_aware: bool,
+) -> stratavec::Result<stratavec::BuildReport> {
+    build_with(dir, base, profile, label_aware, Some(&labels()))
+}
+
+fn build_with(
+    dir: &std::path::Path,
+    base: &[f32],
+    profile: &str,
+    label_aware: bool,
+    sets: Option<&LabelSets>,
+) -> stratavec::Result<stratavec::BuildReport> {
     let small = small_params(Metric::L2);
     let params = stratavec::BuildParams {
         metric: small.metric,
@@ -62,10 +84,14 @@ pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str)
         pq_sample: small.pq_sample,
         pq_iters: small.pq_iters,
         ivf_clusters: (profile == "ivf").then_some(40),
+        label_aware,
         ..stratavec::BuildParams::for_profile(profile)
     };
-    let (sets, names) = (labels(), names());
-    let attached = labelled(&sets, &names);
+    let names = names();
+    let attached = match sets {
+        Some(sets) => labelled(sets, &names),
+        None => Attached::default(),
+    };
     let v = Vectors::f32(base, DIM).unwrap();
     stratavec::build_index_with(
         v,
@@ -76,7 +102,39 @@ pub(crate) fn build_labelled(dir: &std::path::Path, base: &[f32], profile: &str)
         2,
         &stratavec::progress::Silent,
     )
-    .unwrap_or_else(|e| panic!("{profile}: build: {e}"));
+}
+
+/// A label-aware graph (`label_aware`, FilteredVamana's pruning) is built
+/// from the labels; its filtered searches, every way, return only matches
+/// and find them as the plain graph's do. Without labels the build is
+/// refused, naming the parameter, and leaves no index.
+#[test]
+fn a_label_aware_build_filters_and_needs_labels() {
+    let (base, queries) = synth(N, 30, DIM, 571);
+    let sets = labels();
+    let labels = Labels::from_sets(&sets, Some(names()));
+    let tmp = tempdir();
+    for profile in ["diskann", "gorgeous"] {
+        let dir = tmp.path().join(profile);
+        build_labelled_with(&dir, &base, profile, true).unwrap();
+        let index = open(&dir);
+        for text in ["tag:1", "tag:3", "tag:6"] {
+            let rows = Expr::parse(text, &labels).unwrap().rows(&labels);
+            for way in [FilterWay::Auto, FilterWay::InSearch] {
+                let what = format!("{profile} label-aware {text:?} {way:?}");
+                let res = filtered(&index, &queries, &rows, way, 64);
+                let r = filtered_recall(&res, &base, &queries, &rows, &what);
+                assert!(r >= 0.8, "{what}: recall@10 {r:.3}");
+            }
+        }
+    }
+    let dir = tmp.path().join("unlabelled");
+    let e = build_with(&dir, &base, "diskann", true, None).unwrap_err();
+    assert_mentions(
+        &e.to_string(),
+        &["label_aware", "labels to build by", "none"],
+    );
+    assert!(!dir.join("manifest.json").exists());
 }
 
 /// Brute-force top k rows among `rows`.
