@@ -49,6 +49,15 @@ fn refine_share(two_stage: bool, refine_ratio: f32) -> f64 {
     }
 }
 
+/// Queries a way must have run, and model nanoseconds they must have been
+/// predicted to take, before its measured time scales its model.
+const MIN_RUN_QUERIES: u64 = 32;
+const MIN_RUN_MODEL_NS: u64 = 20_000_000;
+
+/// How far a measured scale may move a way's model (a batch slowed by
+/// another process must not swing the choice for good).
+const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
+
 /// Hops counted before the measured reads a hop replace the prior.
 const MIN_HOPS: u64 = 4096;
 
@@ -62,6 +71,58 @@ pub struct Calibration {
     lookup_ns: OnceLock<f64>,
     reads: AtomicU64,
     hops: AtomicU64,
+    /// What the pre-filter's and the in-graph search's sub-batches cost
+    /// as measured against what the model predicted for them, by the
+    /// filters' selectivity ([`selectivity_class`]).
+    pre: [Spent; CLASSES],
+    in_search: [Spent; CLASSES],
+}
+
+/// Selectivity classes a way's measured cost is kept in: half-decades
+/// from 1 down to 10⁻⁵. The model's error is not the same at every
+/// selectivity — the pre-filter's scan of 40k scattered codes misses the
+/// caches more a code than one of 1k; the in-graph search looks through
+/// more failing neighbours the rarer the matches — so each class is
+/// corrected by what its own queries measured.
+const CLASSES: usize = 10;
+
+/// The class of selectivity `s` (0: half or more of the rows match).
+pub fn selectivity_class(s: f64) -> usize {
+    ((-2.0 * s.max(1e-12).log10()).floor().max(0.0) as usize).min(CLASSES - 1)
+}
+
+/// A way's sub-batches: queries run, model nanoseconds predicted and
+/// thread nanoseconds spent.
+#[derive(Debug, Default)]
+struct Spent {
+    queries: AtomicU64,
+    model_ns: AtomicU64,
+    spent_ns: AtomicU64,
+}
+
+impl Spent {
+    fn add(&self, queries: usize, model_ns: f64, spent_ns: f64) {
+        self.queries.fetch_add(queries as u64, Ordering::Relaxed);
+        self.model_ns.fetch_add(model_ns as u64, Ordering::Relaxed);
+        self.spent_ns.fetch_add(spent_ns as u64, Ordering::Relaxed);
+    }
+
+    /// Spent over predicted, once enough was run; else 1.
+    fn scale(&self) -> f64 {
+        let model = self.model_ns.load(Ordering::Relaxed);
+        if self.queries.load(Ordering::Relaxed) < MIN_RUN_QUERIES || model < MIN_RUN_MODEL_NS {
+            return 1.0;
+        }
+        let s = self.spent_ns.load(Ordering::Relaxed) as f64 / model as f64;
+        s.clamp(SCALE_RANGE.0, SCALE_RANGE.1)
+    }
+}
+
+/// Which way's measured cost a sub-batch adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measured {
+    Pre,
+    InSearch,
 }
 
 impl Calibration {
@@ -72,6 +133,25 @@ impl Calibration {
             .fold((0, 0), |(r, h), s| (r + s.reads, h + s.hops));
         self.reads.fetch_add(reads, Ordering::Relaxed);
         self.hops.fetch_add(hops, Ordering::Relaxed);
+    }
+
+    /// Adds a sub-batch of `queries` of one way, predicted to cost
+    /// `model_ns` of a search thread, that took `spent_ns` (its wall time
+    /// times the threads it ran on).
+    /// `class` is the filters' [`selectivity_class`].
+    pub fn record_way(
+        &self,
+        way: Measured,
+        class: usize,
+        queries: usize,
+        model_ns: f64,
+        spent_ns: f64,
+    ) {
+        let c = class.min(CLASSES - 1);
+        match way {
+            Measured::Pre => self.pre[c].add(queries, model_ns, spent_ns),
+            Measured::InSearch => self.in_search[c].add(queries, model_ns, spent_ns),
+        }
     }
 
     /// Reads a hop, as measured, else `prior`.
@@ -104,6 +184,13 @@ pub struct FilterCosts {
     /// The share of its list the search scores exactly (σ of a two-stage
     /// search, else 1).
     pub exact_share: f64,
+    /// Measured over predicted thread time of the pre-filter's and the
+    /// in-graph search's sub-batches so far on this index, by selectivity
+    /// class (1 until enough ran): the model's constants (a read's 20 µs,
+    /// a hop's estimates and lookups) are priors, and what the index
+    /// measured corrects them.
+    pub pre_scale: [f64; CLASSES],
+    pub in_scale: [f64; CLASSES],
     /// Codes of every vector in RAM: a pre-filter ranks its matches by
     /// them and reads only the best; without, it reads every match.
     pub ranks: bool,
@@ -144,9 +231,23 @@ impl FilterCosts {
             reads_per_hop: index.calibration.reads_per_hop(not_held.max(0.1)),
             degree: index.manifest.graph_mean_degree.max(1.0),
             exact_share: refine_share(params.two_stage, params.refine_ratio),
+            pre_scale: std::array::from_fn(|c| index.calibration.pre[c].scale()),
+            in_scale: std::array::from_fn(|c| index.calibration.in_search[c].scale()),
             ranks,
             graph: index.plan.graph(),
         }
+    }
+
+    /// The model's costs of the pre-filter and the in-graph search for a
+    /// filter of `matches` of `n` rows, each corrected by what its way
+    /// measured at that selectivity.
+    pub fn scaled(&self, matches: u64, n: usize, rerank: usize, complexity: usize) -> (f64, f64) {
+        let s = matches as f64 / n.max(1) as f64;
+        let c = selectivity_class(s);
+        (
+            self.pre(matches, rerank) * self.pre_scale[c],
+            self.in_search(complexity, s) * self.in_scale[c],
+        )
     }
 
     /// The pre-filter's cost: `matches` estimated (when the codes rank
@@ -240,6 +341,23 @@ mod tests {
     }
 
     #[test]
+    fn a_way_is_rescaled_by_what_it_measured_once_enough_ran() {
+        let c = Calibration::default();
+        c.record_way(Measured::Pre, 1, 20, 30e6, 60e6);
+        assert_eq!(c.pre[1].scale(), 1.0, "20 queries: still the model");
+        c.record_way(Measured::Pre, 1, 20, 30e6, 60e6);
+        assert!((c.pre[1].scale() - 2.0).abs() < 1e-9);
+        assert_eq!(c.pre[0].scale(), 1.0, "another selectivity");
+        assert_eq!(c.in_search[1].scale(), 1.0);
+        c.record_way(Measured::InSearch, 1, 100, 50e6, 1e6);
+        assert_eq!(c.in_search[1].scale(), SCALE_RANGE.0, "clamped");
+        let classes: Vec<usize> = [1.0, 0.5, 0.34, 0.105, 0.0104, 0.001, 0.0]
+            .map(selectivity_class)
+            .to_vec();
+        assert_eq!(classes, [0, 0, 0, 1, 3, 6, CLASSES - 1]);
+    }
+
+    #[test]
     fn in_search_pays_for_its_reads_and_estimates() {
         let c = FilterCosts {
             read_ns: 1000.0,
@@ -249,6 +367,8 @@ mod tests {
             degree: 20.0,
             held: 0.0,
             exact_share: 1.0,
+            pre_scale: [1.0; CLASSES],
+            in_scale: [1.0; CLASSES],
             ranks: true,
             graph: true,
         };

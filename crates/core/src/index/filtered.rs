@@ -23,6 +23,7 @@
 //! exactly. Each query's statistics say which way it went.
 
 pub use super::filter_costs::FilterCosts;
+use super::filter_costs::{selectivity_class, Measured};
 use super::open::Index;
 use crate::error::{Error, Result};
 use crate::search::batch::{Admit, BatchResult};
@@ -103,9 +104,7 @@ pub fn plan_query(
         .clamp(k, GROWTH_CAP * l)
         .min(n);
     let pre = Way::Pre { rerank };
-    let in_search = Way::InSearch {
-        complexity: bucket(grown, l),
-    };
+    let in_search = Way::InSearch { complexity: grown };
     let post = Way::Post { k: post_k };
     match force {
         FilterWay::Pre if graph => pre,
@@ -115,8 +114,9 @@ pub fn plan_query(
         // in-graph search chosen instead runs with the longer list that
         // reaches it, and is chosen if that costs less.
         FilterWay::Auto => {
-            let complexity = bucket(costs.equal_recall_list(grown), l);
-            if graph && costs.pre(matches, rerank) <= costs.in_search(complexity, s) {
+            let complexity = costs.equal_recall_list(grown).min(GROWTH_CAP * l);
+            let (pre_ns, in_ns) = costs.scaled(matches, n, rerank, complexity);
+            if graph && pre_ns <= in_ns {
                 pre
             } else if s >= POST_FROM {
                 post
@@ -138,21 +138,40 @@ fn in_list_share(s: f64, held: f64) -> f64 {
     s + held * (1.0 - s)
 }
 
-/// `want` rounded up to `l` times a power of √2, so the grown lists of a
-/// batch fall in a few sub-batches (at most 9: 1, 1.41, 2, ... 16 × l)
-/// while none runs more than 1.41× the list it needs.
-fn bucket(want: usize, l: usize) -> usize {
-    let cap = GROWTH_CAP * l;
-    let (mut b, mut step) = (l, 0);
-    while b < want && b < cap {
-        step += 1;
-        let base = l << (step / 2);
-        b = match step % 2 {
-            0 => base,
-            _ => (base as f64 * std::f64::consts::SQRT_2).ceil() as usize,
-        };
+/// Most a query's in-search list is lengthened to share a sub-batch with
+/// others (`coarsen`).
+const GROUP_SLACK: f64 = 1.19;
+
+/// Merges the in-search list sizes of a batch's queries into a few
+/// sub-batches: sorted, each group runs at its longest, and a size joins
+/// the group of the smallest one it exceeds by at most [`GROUP_SLACK`].
+/// Queries whose lists differ by little (a band of similar selectivities)
+/// then search together, and queries that want the same list keep it
+/// exactly (a fixed grid would lengthen them up to its step).
+fn coarsen(ways: &mut [Way]) {
+    let mut sizes: Vec<usize> = ways
+        .iter()
+        .filter_map(|w| match w {
+            Way::InSearch { complexity } => Some(*complexity),
+            _ => None,
+        })
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    // (smallest, run at) of each group, in order.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for c in sizes {
+        match groups.last_mut() {
+            Some(g) if c as f64 <= g.0 as f64 * GROUP_SLACK => g.1 = c,
+            _ => groups.push((c, c)),
+        }
     }
-    b.min(cap)
+    for w in ways.iter_mut() {
+        if let Way::InSearch { complexity } = w {
+            let g = groups.iter().rev().find(|g| g.0 <= *complexity);
+            *complexity = g.map_or(*complexity, |g| g.1);
+        }
+    }
 }
 
 impl Index {
@@ -198,20 +217,40 @@ impl Index {
         let t0 = std::time::Instant::now();
         let n = self.len();
         let costs = std::cell::OnceCell::new();
-        let ways: Vec<Way> = filters
+        let matches: Vec<u64> = filters
             .iter()
+            .map(|f| {
+                f.as_ref()
+                    .map_or(0, |rows| rows.range_cardinality(0..n as u32))
+            })
+            .collect();
+        let mut ways: Vec<Way> = filters
+            .iter()
+            .zip(&matches)
             .enumerate()
-            .map(|(qi, f)| match f {
+            .map(|(qi, (f, &m))| match f {
                 None => Way::Plain,
+                Some(_) if m == 0 => Way::Empty,
+                Some(_) if m as usize >= n => Way::Plain,
                 Some(rows) => {
-                    let m = rows.range_cardinality(0..n as u32);
-                    if m == 0 || m as usize >= n {
-                        return if m == 0 { Way::Empty } else { Way::Plain };
-                    }
                     let q = &queries[qi * dim..(qi + 1) * dim];
                     let c = costs.get_or_init(|| FilterCosts::of(self, params, q, rows));
                     plan_query(m, n, params.k, params.complexity, way, c)
                 }
+            })
+            .collect();
+        coarsen(&mut ways);
+        // What the model predicts each query's way costs, for the index to
+        // set beside what its sub-batch measured (`Calibration::record_way`).
+        let model: Vec<f64> = ways
+            .iter()
+            .zip(&matches)
+            .map(|(w, &m)| match (w, costs.get()) {
+                (Way::Pre { rerank }, Some(c)) => c.pre(m, *rerank),
+                (Way::InSearch { complexity }, Some(c)) => {
+                    c.in_search(*complexity, m as f64 / n as f64)
+                }
+                _ => 0.0,
             })
             .collect();
         let mut out = empty_result(nq, params.k);
@@ -227,6 +266,8 @@ impl Index {
             dim,
             params,
             filters,
+            matches: &matches,
+            model: &model,
         };
         for (w, members) in groups {
             self.run_group(&req, w, &members, &mut out)?;
@@ -251,6 +292,8 @@ impl Index {
             dim,
             params,
             filters,
+            matches,
+            model,
         } = *req;
         let k = params.k;
         let mut stats = QueryStats::default();
@@ -311,6 +354,24 @@ impl Index {
         if graph_search {
             self.calibration.record(&r.stats);
         }
+        // The sub-batch's thread time against the model's prediction.
+        let measured = match w {
+            Way::Pre { .. } => Some(Measured::Pre),
+            Way::InSearch { .. } => Some(Measured::InSearch),
+            _ => None,
+        };
+        if let Some(m) = measured {
+            let threads = p.threads.max(1).min(members.len()) as f64;
+            let predicted: f64 = members.iter().map(|&qi| model[qi]).sum();
+            // A sub-batch's filters are of similar selectivity (one way,
+            // one list size): their mean's class.
+            let mean =
+                members.iter().map(|&qi| matches[qi] as f64).sum::<f64>() / members.len() as f64;
+            let class = selectivity_class(mean / self.len().max(1) as f64);
+            let spent = r.wall_s * threads * 1e9;
+            self.calibration
+                .record_way(m, class, members.len(), predicted, spent);
+        }
         for (j, &qi) in members.iter().enumerate() {
             let rows = &r.ids[j * r.k..(j + 1) * r.k];
             let dists = &r.dists[j * r.k..(j + 1) * r.k];
@@ -327,9 +388,7 @@ impl Index {
             st.filter_pre = stats.filter_pre;
             st.filter_graph = stats.filter_graph;
             st.filter_post = stats.filter_post;
-            st.filter_matches = allowed[j]
-                .as_ref()
-                .map_or(0, |a| a.range_cardinality(0..self.len() as u32));
+            st.filter_matches = matches[qi];
             out.stats[qi] = st;
             out.errors[qi] = r.errors[j].clone();
         }
@@ -344,13 +403,16 @@ impl Index {
     }
 }
 
-/// A filtered batch as the caller gave it.
+/// A filtered batch as the caller gave it, with each query's matches and
+/// its way's predicted cost.
 #[derive(Clone, Copy)]
 struct Request<'a> {
     queries: &'a [f32],
     dim: usize,
     params: &'a SearchParams,
     filters: &'a [Allowed],
+    matches: &'a [u64],
+    model: &'a [f64],
 }
 
 fn empty_result(nq: usize, k: usize) -> BatchResult {
@@ -377,18 +439,45 @@ mod tests {
             degree: 48.0,
             held: 0.0,
             exact_share: 1.0,
+            pre_scale: [1.0; 10],
+            in_scale: [1.0; 10],
             ranks,
             graph,
         }
     }
 
     #[test]
-    fn buckets_are_half_powers_of_two_up_to_the_cap() {
-        let got: Vec<usize> = [10, 11, 15, 20, 28, 29, 100, 160, 1000]
-            .iter()
-            .map(|&w| bucket(w, 10))
-            .collect();
-        assert_eq!(got, [10, 15, 15, 20, 29, 29, 114, 160, 160]);
+    fn close_list_sizes_share_a_sub_batch_at_the_longest() {
+        let ins = |c| Way::InSearch { complexity: c };
+        let mut ways = vec![
+            ins(40),
+            Way::Empty,
+            ins(100),
+            ins(45),
+            ins(47),
+            ins(40),
+            ins(119),
+            ins(120),
+            ins(57),
+        ];
+        coarsen(&mut ways);
+        let got: Vec<Way> = ways;
+        let want = vec![
+            ins(47),
+            Way::Empty,
+            ins(119),
+            ins(47),
+            ins(47),
+            ins(47),
+            ins(119),
+            ins(120),
+            ins(57),
+        ];
+        assert_eq!(got, want);
+        // The same size for every query is kept exactly.
+        let mut same = vec![ins(40); 5];
+        coarsen(&mut same);
+        assert_eq!(same, vec![ins(40); 5]);
     }
 
     #[test]
@@ -398,13 +487,13 @@ mod tests {
         assert_eq!(plan(100_000, FilterWay::Auto), Way::Plain);
         assert_eq!(plan(150, FilterWay::Auto), Way::Pre { rerank: 40 });
         assert_eq!(plan(30, FilterWay::Auto), Way::Pre { rerank: 30 });
-        // Broad filters: ranking 20% or 60% of 100k rows on their codes
-        // costs less than a graph search that reads at every hop through
-        // a list grown for the routes (5×, 1.7×) and for the recall it
-        // gives up (1.25×); over 10M rows it does not, and the post-filter
-        // takes the broadest.
+        // Ranking 20% of 100k rows on their codes costs less than a graph
+        // search that reads at every hop through a list grown 5× for the
+        // routes and 1.25× for the recall it gives up; ranking 60% costs
+        // more than the plain search (grown 1.7×), which the post-filter
+        // runs; over 10M rows the graph search takes a 20% filter.
         assert_eq!(plan(20_000, FilterWay::Auto), Way::Pre { rerank: 40 });
-        assert_eq!(plan(60_000, FilterWay::Auto), Way::Pre { rerank: 40 });
+        assert_eq!(plan(60_000, FilterWay::Auto), Way::Post { k: 25 });
         let big = plan_query(
             6_000_000,
             10_000_000,
@@ -422,8 +511,8 @@ mod tests {
             FilterWay::Auto,
             &costs(true, true),
         );
-        assert_eq!(mid, Way::InSearch { complexity: 320 });
-        // Forced, the list is the grown one (200 in its bucket of 227).
+        assert_eq!(mid, Way::InSearch { complexity: 250 });
+        // Forced, the list is the grown one alone.
         assert_eq!(
             plan_query(
                 2_000_000,
@@ -433,7 +522,7 @@ mod tests {
                 FilterWay::InSearch,
                 &costs(true, true)
             ),
-            Way::InSearch { complexity: 227 }
+            Way::InSearch { complexity: 200 }
         );
         // Every list in RAM (Gorgeous): the in-graph search lists only
         // matches, so its list does not grow, and a third of the rows
@@ -446,12 +535,12 @@ mod tests {
             ..costs(true, true)
         };
         let plan_held = |m| plan_query(m, 100_000, 10, 40, FilterWay::Auto, &gorgeous);
-        assert_eq!(plan_held(34_000), Way::InSearch { complexity: 114 });
+        assert_eq!(plan_held(34_000), Way::InSearch { complexity: 100 });
         assert_eq!(plan_held(1_000), Way::Pre { rerank: 40 });
-        // Forced: the grown list in its bucket, never past the cap.
+        // Forced: the grown list, never past the cap.
         assert_eq!(
             plan(20_000, FilterWay::InSearch),
-            Way::InSearch { complexity: 227 }
+            Way::InSearch { complexity: 200 }
         );
         assert_eq!(
             plan(10, FilterWay::InSearch),
