@@ -402,17 +402,19 @@ impl Collection {
 
     /// Inserts vectors under global ids (or the next unused ones), each
     /// into one segment; see `stratavec.Collection.add`.
-    #[pyo3(signature = (vectors, ids = None, *, batch = 0))]
+    #[pyo3(signature = (vectors, ids = None, *, labels = None, batch = 0))]
     fn add<'py>(
         &self,
         py: Python<'py>,
         vectors: &Bound<'py, PyAny>,
         ids: Option<&Bound<'py, PyAny>>,
+        labels: Option<&Bound<'py, PyAny>>,
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim = (self.inner.dim(), "collection");
+        let labels = super::label_lists(labels)?;
         add_with(py, vectors, ids, dim, |v, ids| {
-            self.inner.add(v, ids, batch)
+            self.inner.add_labelled(v, ids, &labels, batch)
         })
     }
 

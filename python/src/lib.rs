@@ -494,6 +494,18 @@ pub(crate) fn query_rows(
     rows(py, queries, dim, of, "queries")
 }
 
+/// An insert's `labels=` (lists, a scipy CSR matrix or a `.spmat` path)
+/// as one list a vector; none: empty.
+pub(crate) fn label_lists(labels: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Vec<u32>>> {
+    Ok(match labels {
+        Some(obj) => {
+            let sets = label_sets(obj)?;
+            (0..sets.len()).map(|r| sets.row(r).to_vec()).collect()
+        }
+        None => Vec::new(),
+    })
+}
+
 /// An `add` of Python vectors (`dim` wide; `of` names the target in
 /// messages) and optional ids through `apply` (an index's or a
 /// collection's), the GIL released while it logs and applies.
@@ -736,13 +748,7 @@ impl Index {
         batch: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim = (self.inner.dim(), "index");
-        let labels: Vec<Vec<u32>> = match labels {
-            Some(obj) => {
-                let sets = label_sets(obj)?;
-                (0..sets.len()).map(|r| sets.row(r).to_vec()).collect()
-            }
-            None => Vec::new(),
-        };
+        let labels = label_lists(labels)?;
         add_with(py, vectors, ids, dim, |v, ids| {
             self.inner.add_labelled(v, ids, &labels, batch)
         })

@@ -246,15 +246,21 @@ class Collection:
         part)."""
         return cls(collection_dir, memory_budget_mb, io, delta_share, auto_merge)
 
-    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+    def add(self, vectors: Any, ids: Any = None, *, labels: Any = None, batch: int = 0) -> Dict[str, Any]:
         """Insert vectors under global ``ids`` (default: the next unused),
         as :meth:`stratavec.Index.add`: each vector goes to one segment (a
         k-means collection's nearest centroid, a range collection's id
         modulo the segment count) and is logged and fsynced there before
-        this returns. An id live in any segment is refused. With a
-        ``batch`` id a retry applies each segment's part once, so a batch
-        that failed half-way is completed by its retry."""
-        return self._c.add(vectors, ids, batch=batch)
+        this returns. An id live in any segment is refused. ``labels=``
+        (one list of label ids a vector, or a scipy CSR matrix) go with
+        the vectors into their segments: filters match them at once. With
+        a ``batch`` id a retry applies each segment's part once, so a
+        batch that failed half-way is completed by its retry."""
+        if labels is not None:
+            from . import _as_label_rows
+
+            labels = _as_label_rows(labels)
+        return self._c.add(vectors, ids, labels=labels, batch=batch)
 
     def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]:
         """Delete global ids from the segments holding them; ids no

@@ -508,11 +508,13 @@ class SegmentHost:
 
     # ---------------------------------------------------------- writes
 
-    def add(self, segment: int, vectors: np.ndarray, ids: np.ndarray, batch: int) -> Dict[str, Any]:
-        """Logs and applies an insert to ``segment`` (``Index.add``): a
-        retry of an applied ``batch`` (after this actor restarted, say) is
-        answered again, not applied twice."""
-        return self._indexes[segment].add(vectors, ids, batch=batch)
+    def add(self, segment: int, vectors: np.ndarray, ids: np.ndarray, batch: int,
+            labels: Optional[list] = None) -> Dict[str, Any]:
+        """Logs and applies an insert to ``segment`` (``Index.add``, with
+        its vectors' labels when given): a retry of an applied ``batch``
+        (after this actor restarted, say) is answered again, not applied
+        twice."""
+        return self._indexes[segment].add(vectors, ids, labels=labels, batch=batch)
 
     def remove(self, segment: int, ids: np.ndarray, batch: int) -> Dict[str, Any]:
         """The ids of ``ids`` this segment holds, deleted (``Index.remove``)."""
@@ -891,7 +893,7 @@ class RayCollection:
                     ) from e
                 time.sleep(min(2.0, 0.05 * 2 ** attempt))
 
-    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]:
+    def add(self, vectors: Any, ids: Any = None, *, labels: Any = None, batch: int = 0) -> Dict[str, Any]:
         """Insert vectors under global ``ids`` (default: the next unused),
         as :meth:`stratavec.Collection.add`: each vector to one segment (a
         k-means collection's nearest centroid; a range collection's id
@@ -899,9 +901,14 @@ class RayCollection:
         it before this returns. An id live in any segment is refused. A
         ``batch`` id (non-zero) makes the whole call safe to retry: a
         segment that applied its part answers again, the others apply
-        theirs. Without one, a batch that failed half-way may be partly in."""
+        theirs. Without one, a batch that failed half-way may be partly in.
+        ``labels=`` (one list of label ids a vector, or a scipy CSR matrix)
+        go with the vectors into their segments."""
+        from .collection import _label_lists
+
         v = self._check_queries(vectors)
         n = v.shape[0]
+        rows_of = _label_lists(labels, n)
         if ids is None:
             start = max(self._write(s, "next_id") for s in range(self.segments))
             ids = np.arange(start, start + n, dtype=np.int64)
@@ -937,7 +944,9 @@ class RayCollection:
                     f"id of row {i}: expected an id not in the collection (delete it first to "
                     f"replace it), found {int(ids[i])}, which is live in segment {s}"
                 )
-        answers = [self._write(s, "add", v[rows], ids[rows], batch) for s, rows in parts]
+        answers = [self._write(s, "add", v[rows], ids[rows], batch,
+                               None if rows_of is None else [rows_of[r] for r in rows.tolist()])
+                   for s, rows in parts]
         count = sum(a["count"] for a in answers)
         with self._lock:
             self.n += sum(a["count"] for a in answers if not a["repeated"])

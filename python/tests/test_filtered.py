@@ -132,6 +132,24 @@ def test_bad_labels_and_filter_arguments_are_refused(tmp_path, labelled):
         stratavec.Index.open(plain).search(clustered(1, 9), 5, filter="half")
 
 
+def test_a_label_aware_graph_is_a_build_keyword_and_needs_labels(tmp_path, labelled):
+    idx, x = labelled
+    q = clustered(30, 10)
+    d = tmp_path / "aware"
+    stratavec.build_index(x, d, labels=label_rows(), label_names=NAMES, label_aware=True, graph_degree=24,
+                          complexity=48, pq_bytes=8, threads=2)
+    aware = stratavec.Index.open(d)
+    rows = [r for r in range(N) if r % 10 == 0]
+    truth = brute(x, rows, q, 10)
+    for way in ("auto", "in-search"):
+        I = aware.search(q, 10, filter="tenth", filter_way=way, complexity=64)[1]
+        assert all(int(i) % 10 == 0 for i in I.ravel() if i >= 0)
+        hits = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I, truth))
+        assert hits / truth.size >= 0.85, (way, hits / truth.size)
+    with pytest.raises(ValueError, match="label_aware"):
+        stratavec.build_index(x, tmp_path / "none", label_aware=True, graph_degree=24, pq_bytes=8)
+
+
 def test_inserted_vectors_carry_their_labels_through_a_merge(tmp_path):
     """`Index.add(..., labels=...)`: filters match inserted vectors by the
     labels they came with (as lists or a scipy matrix), before and after
@@ -187,6 +205,12 @@ def test_a_collection_built_with_labels_filters_in_every_segment(tmp_path):
         assert hits / truth.size >= 0.85, (expr, hits / truth.size)
     with pytest.raises(ValueError, match="thrid"):
         c.search(q, 10, filter="thrid")
+    # Inserts bring their labels into their segments: "two" (rows 4 and
+    # 9 in the build) now also matches the labelled copies of q's rows.
+    c.add(q[:4], ids=[5000, 5001, 5002, 5003], labels=[[3], [], [3, 0], []])
+    D, I = c.search(q[:4], 5, filter="two", complexity=64)
+    assert {int(i) for i in I.ravel() if i >= 0} == {4, 9, 5000, 5002}, I
+    assert I[0][0] == 5000 and I[2][0] == 5002
 
 
 def test_a_table_label_column_names_its_labels(tmp_path):

@@ -395,3 +395,7 @@ def test_filters_pass_through_to_the_segments(cluster, tmp_path):
             assert all(r % 3 == want for r in row if r >= 0), (i, row)
         with pytest.raises(ValueError, match="one a query"):
             rc.search(q, k=K, filter=each[:-1])
+        # Inserts bring their labels to the actor holding their segment.
+        rc.add(q[:2], ids=[10_000, 10_001], labels=[[0], [1]])
+        _, I = rc.search(q[:2], k=1, complexity=48, filter=["third", "next"])
+        assert I[:, 0].tolist() == [10_000, 10_001], I

@@ -47,12 +47,7 @@ impl Writable {
     ) -> stratavec::Result<Applied> {
         match self {
             Writable::Index(i) => i.add_labelled(vectors, ids, labels, 0),
-            Writable::Collection(_) if !labels.is_empty() => Err(stratavec::Error::argument(
-                "--labels",
-                "an index (a collection keeps no labels yet)",
-                "a collection",
-            )),
-            Writable::Collection(c) => c.add(vectors, ids, 0),
+            Writable::Collection(c) => c.add_labelled(vectors, ids, labels, 0),
         }
     }
 

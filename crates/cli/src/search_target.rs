@@ -308,12 +308,7 @@ impl Target for Collection {
         labels: &[Vec<u32>],
         batch: u64,
     ) -> Result<Applied> {
-        anyhow::ensure!(
-            labels.is_empty(),
-            "labels: expected none for a collection (its inserts take no labels yet), found {}",
-            labels.len()
-        );
-        Ok(self.add(vectors, ids, batch)?)
+        Ok(self.add_labelled(vectors, ids, labels, batch)?)
     }
     fn delete(&self, ids: &[i64], batch: u64) -> Result<Applied> {
         Ok(self.remove(ids, batch)?)

@@ -38,6 +38,21 @@ impl Collection {
     /// unused ones (one past the largest any segment has held); returns once
     /// every segment that takes a part has logged and fsynced it.
     pub fn add(&self, vectors: &[f32], ids: Option<&[i64]>, batch: u64) -> Result<Applied> {
+        self.add_labelled(vectors, ids, &[], batch)
+    }
+
+    /// [`Self::add`] with a label set a vector (`labels`, empty: none),
+    /// each logged with its vector in the segment that takes it
+    /// (`LiveIndex::add_labelled`): a filter matches it at once, and the
+    /// segment's merge writes it. A collection built with label names
+    /// takes only ids it names.
+    pub fn add_labelled(
+        &self,
+        vectors: &[f32],
+        ids: Option<&[i64]>,
+        labels: &[Vec<u32>],
+        batch: u64,
+    ) -> Result<Applied> {
         let _one = WRITER.lock().unwrap_or_else(|e| e.into_inner());
         let dim = self.dim();
         if vectors.is_empty() || !vectors.len().is_multiple_of(dim) {
@@ -60,6 +75,13 @@ impl Collection {
                 "ids to insert",
                 format!("{n} (one a vector)"),
                 ids.len(),
+            ));
+        }
+        if !labels.is_empty() && labels.len() != n {
+            return Err(Error::argument(
+                "labels to insert",
+                format!("{n} (one set a vector), or none"),
+                labels.len(),
             ));
         }
         let target = self.insert_targets(vectors, &ids)?;
@@ -87,8 +109,12 @@ impl Collection {
             for &i in &rows {
                 part.extend_from_slice(&vectors[i * dim..(i + 1) * dim]);
             }
+            let part_labels: Vec<Vec<u32>> = match labels.is_empty() {
+                true => Vec::new(),
+                false => rows.iter().map(|&i| labels[i].clone()).collect(),
+            };
             let a = seg
-                .add(&part, Some(&part_ids), batch)
+                .add_labelled(&part, Some(&part_ids), &part_labels, batch)
                 .map_err(|e| self.segment_error(s, e))?;
             parts.push(a);
         }

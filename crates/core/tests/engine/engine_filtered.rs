@@ -535,4 +535,69 @@ fn a_collection_filters_across_its_segments() {
     }
     let err = c.parse_filter("tag:9").unwrap_err().to_string();
     assert_mentions(&err, &["tag:9"]);
+    inserts_into_a_collection_carry_their_labels(&dir, &queries);
+}
+
+/// Vectors inserted into a labelled collection bring their labels into
+/// the segments that take them: a filter on a label only they carry
+/// returns exactly them (the nearest of them first), at once and after
+/// the segments merge; a label id the collection does not name is refused.
+fn inserts_into_a_collection_carry_their_labels(dir: &std::path::Path, queries: &[f32]) {
+    use stratavec::collection::{Collection, Probe};
+    let c = Collection::open(dir, &OpenOptions::default()).unwrap();
+    // Copies of the first queries, labelled tag:7 (rows 5 and 11 only
+    // carry it in the build), and unlabelled ones beside them.
+    let fresh: Vec<f32> = queries[..8 * DIM].to_vec();
+    let ids: Vec<i64> = (100_000..100_008).collect();
+    let sets: Vec<Vec<u32>> = (0..8)
+        .map(|i| if i % 2 == 0 { vec![7] } else { vec![] })
+        .collect();
+    c.add_labelled(&fresh, Some(&ids), &sets, 0).unwrap();
+    let e = c.parse_filter("tag:7").unwrap();
+    let check = |when: &str, c: &Collection| {
+        let r = c
+            .search_filtered(
+                &fresh,
+                DIM,
+                &search_params(10, 64),
+                &Probe::exhaustive(),
+                &vec![Some(e.clone()); 8],
+                FilterWay::Auto,
+            )
+            .unwrap();
+        for qi in 0..8 {
+            let got: Vec<i64> = r.ids[qi * 10..(qi + 1) * 10]
+                .iter()
+                .copied()
+                .filter(|&id| id >= 0)
+                .collect();
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                [5, 11, 100_000, 100_002, 100_004, 100_006],
+                "{when}: query {qi}"
+            );
+            if qi % 2 == 0 {
+                assert_eq!(
+                    got[0],
+                    100_000 + qi as i64,
+                    "{when}: query {qi} is its own copy"
+                );
+            }
+        }
+    };
+    check("logged", &c);
+    c.merge(2, &stratavec::progress::Silent).unwrap();
+    drop(c);
+    check(
+        "merged",
+        &Collection::open(dir, &OpenOptions::default()).unwrap(),
+    );
+    let c = Collection::open(dir, &OpenOptions::default()).unwrap();
+    let err = c
+        .add_labelled(&fresh[..DIM], Some(&[200_000]), &[vec![40]], 0)
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&err, &["40"]);
 }
