@@ -26,6 +26,11 @@ RUN = "python3 benchmarks/bench.py run benchmarks/scenarios/filtered.toml --runs
 AWARE = "-label-aware"
 
 
+def cell(rows: list[dict]) -> str:
+    """A way's cell, or a dash where the run did not time it."""
+    return way_cell(rows) if rows else "—"
+
+
 def build_cell(row: dict | None) -> str:
     if not row:
         return "—"
@@ -72,9 +77,9 @@ def render(results: str) -> str:
             get = lambda s, w: groups.get((s, band, w), [])
             sel = statistics.mean(float(r.get("selectivity", 0)) for r in get(system, "in-search") or [{}])
             cells = [system.removeprefix("stratavec-"), str(band), f"{100 * sel:.2f}%",
-                     way_cell(get(system, "in-search")), way_cell(get(aware, "in-search")),
+                     cell(get(system, "in-search")), cell(get(aware, "in-search")),
                      versus(get(aware, "in-search"), get(system, "in-search")),
-                     way_cell(get(system, "auto")), way_cell(get(aware, "auto")),
+                     cell(get(system, "auto")), cell(get(aware, "auto")),
                      f"{build_cell(builds.get(system))}; {build_cell(builds.get(aware))}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
