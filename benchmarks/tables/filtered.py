@@ -94,6 +94,20 @@ def targets(band: int, ways: dict) -> str:
     return "all" if not missed else "missed: " + ", ".join(missed)
 
 
+def heading(run: dict, queries: str, after: str) -> list[str]:
+    """The lines above a filtered table: the data set, `queries` (what
+    was searched), threads, budget and rounds (then `after`), and the
+    command of the run."""
+    return [
+        f"{run.get('dataset', '?')} (n = {run.get('n', 0):,}), {queries}, {run.get('threads', '?')} threads, "
+        f"memory budget {run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('rounds', '?')} interleaved "
+        f"rounds{after}.",
+        "",
+        "Command: `" + str(run.get("command", "?")).replace(os.path.expanduser("~"), "~") + "`",
+        "",
+    ]
+
+
 def render(results: str) -> str:
     path = os.path.join(results, ROWS)
     if not os.path.exists(path):
@@ -101,14 +115,8 @@ def render(results: str) -> str:
     rows = rounds.load(path)
     run = next((r for r in rows if r.get("kind") == "run"), {})
     groups = points(rows)
-    lines = [
-        f"{run.get('dataset', '?')} (n = {run.get('n', 0):,}), {run.get('nq', '?')} filtered queries in "
-        f"{len(run.get('bands', []))} selectivity bands, {run.get('threads', '?')} threads, memory budget "
-        f"{run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, {run.get('rounds', '?')} interleaved rounds.",
-        "",
-        "Command: `" + str(run.get("command", "?")).replace(os.path.expanduser("~"), "~") + "`",
-        "",
-    ]
+    lines = heading(run, f"{run.get('nq', '?')} filtered queries in {len(run.get('bands', []))} selectivity bands",
+                    "")
     systems = OrderedDict()
     peers: "OrderedDict[str, dict]" = OrderedDict()
     for (system, band, way), rs in groups.items():

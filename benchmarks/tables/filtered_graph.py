@@ -19,7 +19,7 @@ import statistics
 from collections import OrderedDict
 
 import rounds
-from .filtered import TARGET, points, way_cell
+from .filtered import TARGET, heading, points, way_cell
 
 ROWS = "filtered-graph-384.jsonl"
 RUN = "python3 benchmarks/bench.py run benchmarks/scenarios/filtered.toml --runs label-aware"
@@ -55,14 +55,7 @@ def render(results: str) -> str:
     run = next((r for r in rows if r.get("kind") == "run"), {})
     builds = {r.get("system"): r for r in rows if r.get("kind") == "build"}
     groups = points(rows)
-    lines = [
-        f"{run.get('dataset', '?')} (n = {run.get('n', 0):,}), the same filtered queries and bands, "
-        f"{run.get('threads', '?')} threads, memory budget {run.get('memory_budget_bytes', 0) / 1e6:.1f} MB, "
-        f"{run.get('rounds', '?')} interleaved rounds; both graphs built with R and L as above.",
-        "",
-        "Command: `" + str(run.get("command", "?")).replace(os.path.expanduser("~"), "~") + "`",
-        "",
-    ]
+    lines = heading(run, "the same filtered queries and bands", "; both graphs built with R and L as above")
     plain_systems = OrderedDict()
     for (system, band, way) in groups:
         if not system.endswith(AWARE):
