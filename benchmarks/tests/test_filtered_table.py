@@ -55,3 +55,19 @@ def test_a_peer_gets_a_column_of_its_band(tmp_path):
 
 def test_a_missing_file_names_the_run_that_makes_it(tmp_path):
     assert "bench.py run benchmarks/scenarios/filtered.toml" in T.render(str(tmp_path))
+
+
+def test_the_same_way_within_its_rounds_spread_holds(tmp_path):
+    """Auto sending every query to the pre-filter does the pre-filter's
+    work: 0.97x of it holds where the pre-filter's own rounds spread
+    ±5%, and misses where they agree, or where auto mixed ways."""
+    def band(auto_mix, pre_qps):
+        run = {"kind": "run", "rounds": 2, "bands": [{}]}
+        return [run] + [r for rnd, q in enumerate(pre_qps) for r in (
+            point(1, "auto", rnd, 40, 0.96, 0.97 * q, mix=auto_mix), point(1, "pre", rnd, 40, 0.96, q))]
+    for mix, qps, want in (({"pre": 1.0}, (950, 1050), "all (auto = pre for every query, 0.97× within pre's ±5%"),
+                           ({"pre": 1.0}, (1000, 1000), "missed: auto 0.97x pre"),
+                           ({"pre": 0.9, "in_search": 0.1}, (950, 1050), "missed: auto 0.97x pre")):
+        (tmp_path / T.ROWS).write_text("\n".join(json.dumps(r) for r in band(mix, qps)) + "\n")
+        text = T.render(str(tmp_path))
+        assert want in text, text
