@@ -49,6 +49,7 @@ class BuildParams(TypedDict, total=False):
     ivf_grouping: str
     ivf_sample_nprobe: int
     ivf_codes: bool
+    label_aware: bool
 
 class SearchParams(TypedDict, total=False):
     """`stratavec search`'s flags as keywords (checked against
@@ -193,7 +194,7 @@ class Collection:
         delta_share: float = 0.1,
         auto_merge: bool = True,
     ) -> Collection: ...
-    def add(self, vectors: Any, ids: Any = None, *, batch: int = 0) -> Dict[str, Any]: ...
+    def add(self, vectors: Any, ids: Any = None, *, labels: Any = None, batch: int = 0) -> Dict[str, Any]: ...
     def remove(self, ids: Any, *, batch: int = 0) -> Dict[str, Any]: ...
     def merge(self, threads: Optional[int] = None) -> int: ...
     @property

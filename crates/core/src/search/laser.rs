@@ -198,7 +198,19 @@ impl LaserSearch {
         };
         table.estimate(&mut self.table, &codes, node.degree(), &mut self.estimates);
         self.stats.estimated += node.degree() as u64;
+        // A filtered query searched in the graph lists only matches where
+        // at least half the neighbours match, and routes through the
+        // others where fewer do (`search::acorn`'s rule without its
+        // two-hop look: a laser record's neighbours' codes are in the
+        // record, their own neighbours' only in theirs).
+        let narrows = self.query.narrows();
+        let routes = narrows.is_some_and(|a| {
+            2 * node.neighbors().filter(|&nb| a.contains(nb)).count() < node.degree()
+        });
         for (nb, &est) in node.neighbors().zip(&self.estimates) {
+            if !routes && narrows.is_some_and(|a| !a.contains(nb)) {
+                continue;
+            }
             if nb as usize >= ctx.n {
                 self.corrupt.get_or_insert_with(|| {
                     format!(
