@@ -71,3 +71,18 @@ def test_the_same_way_within_its_rounds_spread_holds(tmp_path):
         (tmp_path / T.ROWS).write_text("\n".join(json.dumps(r) for r in band(mix, qps)) + "\n")
         text = T.render(str(tmp_path))
         assert want in text, text
+
+
+def test_the_same_way_faster_in_some_rounds_slower_in_others_holds(tmp_path):
+    """Auto doing the pre-filter's work, faster than its pass in one
+    round and slower in the other, is parity even where the pre-filter's
+    own rounds agree; slower in every round it is a miss."""
+    def band(ratios):
+        run = {"kind": "run", "rounds": len(ratios), "bands": [{}]}
+        return [run] + [r for rnd, x in enumerate(ratios) for r in (
+            point(1, "auto", rnd, 40, 0.96, x * 1000, mix={"pre": 1.0}), point(1, "pre", rnd, 40, 0.96, 1000))]
+    for ratios, want in (((0.94, 1.01), "the two passes' ratio within a round 0.94–1.01×"),
+                         ((0.94, 0.99), "missed: auto 0.96x pre")):
+        (tmp_path / T.ROWS).write_text("\n".join(json.dumps(r) for r in band(ratios)) + "\n")
+        text = T.render(str(tmp_path))
+        assert want in text, text

@@ -50,6 +50,9 @@ class BuildParams(TypedDict, total=False):
     ivf_sample_nprobe: int
     ivf_codes: bool
     label_aware: bool
+    objective: str
+    target_recall: float
+    device_reads_per_s: float
 
 class SearchParams(TypedDict, total=False):
     """`stratavec search`'s flags as keywords (checked against

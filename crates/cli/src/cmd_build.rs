@@ -172,6 +172,9 @@ pub fn run(a: Args) -> Result<()> {
         .map(|(s, t)| format!("{s} {t:.1}s"))
         .collect();
     println!("stages: {}", stages.join(", "));
+    if let Some(p) = &report.auto_plan {
+        print_auto_plan(p);
+    }
     if let Some(s) = &report.shuffle {
         let after: Vec<String> = s
             .stages
@@ -186,4 +189,39 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--profile auto`: each candidate's sample figures and the choice.
+fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
+    println!(
+        "auto plan ({:?}, R@10 {} on {} sample rows, {} queries, {:.1} MB; device {:.0} reads/s, {}):",
+        p.objective,
+        p.target_recall,
+        p.sample,
+        p.queries,
+        p.sample_budget as f64 / 1e6,
+        p.device.reads_per_s,
+        p.device.source
+    );
+    for c in &p.candidates {
+        match (&c.trial, &c.predicted) {
+            (Some(t), Some(pr)) => println!(
+                "  {:<9} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
+                c.profile,
+                t.complexity,
+                t.reads,
+                t.cpu_us,
+                pr.qps,
+                pr.bound,
+                pr.p50_us
+                    .map_or(String::new(), |l| format!(", p50 {l:.0} µs"))
+            ),
+            _ => println!(
+                "  {:<9} skipped: {}",
+                c.profile,
+                c.skipped.as_deref().unwrap_or("")
+            ),
+        }
+    }
+    println!("chosen: {} ({})", p.chosen, p.why);
 }

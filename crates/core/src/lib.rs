@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod autoplan;
 pub mod collection;
 pub mod data;
 pub mod entry;

@@ -253,6 +253,14 @@ pub fn names() -> Vec<&'static str> {
     PROFILES.iter().map(|p| p.name).collect()
 }
 
+/// What `build --profile` takes: every profile, and `auto` (the planner
+/// chooses one, `autoplan`).
+pub fn build_names() -> Vec<&'static str> {
+    let mut v = names();
+    v.push(crate::autoplan::AUTO);
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,10 @@ pub fn build_or_reuse(
             let (mut fitted, _) = stratavec::index::fit::fit(params, m.n, m.dim, dtype)?;
             // The planner's PQ bytes are chosen after the graph: any.
             fitted.unset.pq_bytes = params.unset.pq_bytes;
+            // `auto` built the profile it chose (and said so in `chosen`).
+            if params.profile == stratavec::autoplan::AUTO && m.chosen.contains_key("profile") {
+                fitted = fitted.with_profile(&m.build.profile);
+            }
             if m.build.builds_same_index(&fitted) {
                 // Built by older build logic, the same parameters may name
                 // a different index (`BUILD_REVISION`): build it again.
@@ -120,6 +124,7 @@ pub fn build_or_reuse(
                 .flat_map(|r| ["--node-cache-rank".to_string(), r.to_string()]),
         )
         .args(["--visits-sample", &params.visits_sample.to_string()])
+        .args(auto_args(params))
         .status()
         .context("start the build child")?;
     if !status.success() {
@@ -130,6 +135,27 @@ pub fn build_or_reuse(
     let mut v: Value = serde_json::from_str(&text)?;
     v["reused"] = false.into();
     Ok(v)
+}
+
+/// The planner's flags, for `--profile auto` builds.
+fn auto_args(params: &BuildParams) -> Vec<String> {
+    if params.profile != stratavec::autoplan::AUTO {
+        return Vec::new();
+    }
+    let objective = match params.objective {
+        stratavec::autoplan::Objective::Throughput => "throughput",
+        stratavec::autoplan::Objective::Latency => "latency",
+    };
+    let mut v = vec![
+        "--objective".to_string(),
+        objective.to_string(),
+        "--target-recall".to_string(),
+        params.target_recall.to_string(),
+    ];
+    if let Some(r) = params.device_reads_per_s {
+        v.extend(["--device-reads-per-s".to_string(), r.to_string()]);
+    }
+    v
 }
 
 pub struct Sweep<'a> {

@@ -236,6 +236,23 @@ pub const ALL: &[Variant] = &[
     },
     GORGEOUS,
     Variant {
+        name: "auto",
+        about: "--profile auto: each profile tried on a 2% sample at the run's budget, the \
+                one predicted to give the most QPS at R@10 0.95 built (issue #57)",
+        profile: "auto",
+        plan_pq: true,
+        ..PLAIN
+    },
+    Variant {
+        name: "auto-latency",
+        about: "--profile auto --objective latency: the profile predicted to answer one \
+                query a thread soonest at R@10 0.95",
+        profile: "auto",
+        plan_pq: true,
+        build: &[("objective", "latency")],
+        ..PLAIN
+    },
+    Variant {
         name: "diskann-label-aware",
         about: "diskann over a label-aware graph (FilteredVamana's pruning; needs labels, as \
                 bench-filtered's builds have)",

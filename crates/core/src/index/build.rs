@@ -43,9 +43,12 @@ pub struct BuildParams {
     /// entry points, adaptive beam; l2 or cosine), pipeann (id-order pages,
     /// navigation graph, pipelined search with a waste-driven width),
     /// octopus (OctopusANN's C5: navigation graph, shuffled blocks, block
-    /// search, dynamic width), tiered or ivf (second-tier memory). Default:
-    /// diskann.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::profile::names()))]
+    /// search, dynamic width), tiered or ivf (second-tier memory), or auto
+    /// (with --memory-budget-mb: each of diskann, starling, gorgeous, laser,
+    /// pipeann and octopus is built over a 2% sample and searched, and the
+    /// one predicted best for --objective is built; the build report's
+    /// auto_plan says why). Default: diskann.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::profile::build_names()))]
     pub profile: String,
     /// Distance: l2 (squared Euclidean), ip (maximum inner product; aliases
     /// inner_product, mips) or cosine (angular); uint8 and int8 data support
@@ -254,6 +257,23 @@ pub struct BuildParams {
     #[serde(default)]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub label_aware: bool,
+    /// With --profile auto: what the planner maximises, throughput (queries
+    /// a second with the build's threads) or latency (one query's median at
+    /// one a thread), at --target-recall. Default: throughput.
+    #[serde(default)]
+    #[arg(long)]
+    pub objective: crate::autoplan::Objective,
+    /// With --profile auto: the recall@10 the planner compares the
+    /// profiles at, on held-out sample queries. Default: 0.95.
+    #[serde(default = "default_target_recall")]
+    #[arg(long)]
+    pub target_recall: f64,
+    /// With --profile auto: the device's sustained random 4 KiB reads a
+    /// second, if known; else the planner probes it for a second on its
+    /// sample index (REFERENCE.md: 88-110k at depth on this machine's disk).
+    #[serde(default)]
+    #[arg(long)]
+    pub device_reads_per_s: Option<f64>,
     /// Parameters the caller left to the build, which picks them to fit the
     /// data (`index::fit`). Never written: the manifest holds the values
     /// used, and its `chosen` says why where they differ from the defaults.
@@ -293,6 +313,9 @@ fn by_the_graph() -> Option<usize> {
     Some(0)
 }
 
+fn default_target_recall() -> f64 {
+    0.95
+}
 fn no_shuffle() -> Shuffle {
     Shuffle::None
 }
@@ -319,6 +342,22 @@ impl BuildParams {
             // as if it held the order.
             node_cache_rank: Some(parts.node_cache).filter(|&r| r != CacheRank::Bfs),
             ..Default::default()
+        }
+    }
+
+    /// These parameters with the parts of `profile` in place of their own
+    /// profile's (what `--profile auto` does once it has chosen): the
+    /// shuffle, layout, navigation sample and cache rank that
+    /// [`Self::for_profile`] sets; everything else kept.
+    pub fn with_profile(&self, profile: &str) -> Self {
+        let parts = Self::for_profile(profile);
+        BuildParams {
+            profile: parts.profile,
+            shuffle: parts.shuffle,
+            nav_sample: parts.nav_sample,
+            layout: parts.layout,
+            node_cache_rank: parts.node_cache_rank,
+            ..self.clone()
         }
     }
 
@@ -435,6 +474,9 @@ impl Default for BuildParams {
             ivf_grouping: Default::default(),
             ivf_codes: false,
             label_aware: false,
+            objective: Default::default(),
+            target_recall: default_target_recall(),
+            device_reads_per_s: None,
             ivf_sample_nprobe: default_ivf_sample_nprobe(),
             unset: Unset::default(),
         }
@@ -477,6 +519,10 @@ pub struct BuildReport {
     /// unset, with why (also in the manifest); empty when the defaults fit.
     #[serde(default)]
     pub chosen: BTreeMap<String, String>,
+    /// `--profile auto`: every candidate's trial and prediction, and the
+    /// choice (`autoplan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_plan: Option<crate::autoplan::AutoPlan>,
 }
 
 pub const BUILD_REPORT: &str = "build_report.json";
@@ -589,9 +635,16 @@ pub fn build_index_with(
             "none",
         ));
     }
+    // `auto`: the planner's trials choose the profile first.
+    let (auto_params, auto_plan, mut chosen) = match params.profile == crate::autoplan::AUTO {
+        true => super::build_auto::resolve(&data, params, dir, threads, progress)?,
+        false => (params.clone(), None, BTreeMap::new()),
+    };
+    let params = &auto_params;
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
-    let (params, chosen) = fit(params, n, dim, data_dtype)?;
+    let (params, fitted) = fit(params, n, dim, data_dtype)?;
+    chosen.extend(fitted);
     check_params(&params, n, dim, data_dtype)?;
     let plan = crate::profile::plan(&params)?;
     for (field, why) in &chosen {
@@ -607,6 +660,10 @@ pub fn build_index_with(
         chosen: chosen.clone(),
         ..Default::default()
     };
+    if let Some(p) = auto_plan {
+        report.stages.push(("auto plan".into(), p.seconds));
+        report.auto_plan = Some(p);
+    }
     let staging = Staging::new(dir)?;
     checkpoint(progress, dir, "prepare")?;
     let t = Instant::now();

@@ -1,5 +1,6 @@
 //! The index directory: build, commit, manifest, open and search.
 pub mod build;
+mod build_auto;
 pub mod build_checks;
 pub mod build_ivf;
 pub mod cache_load;

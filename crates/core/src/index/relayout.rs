@@ -312,6 +312,7 @@ pub(super) fn commit(
         replication: None,
         pq_plan: None,
         nav_plan: None,
+        auto_plan: None,
         chosen: manifest.chosen.clone(),
     };
     let mpath = staging.dir.join(MANIFEST);

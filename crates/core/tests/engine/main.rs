@@ -13,6 +13,7 @@ mod collection;
 mod data_formats;
 mod data_groundtruth;
 mod data_knn;
+mod engine_auto;
 mod engine_bad_input;
 mod engine_build_safety;
 mod engine_crash;

@@ -1,0 +1,229 @@
+//! One composition tried on the sample (issue #57): built over the sample
+//! rows at the sample's budget, opened, and searched over a sweep of list
+//! sizes until the held-out queries reach the target recall. What it
+//! measures there — reads and CPU a query, and one query's latency when
+//! the objective asks for it — is what the planner predicts from.
+
+use super::sample::{Sample, K};
+use super::Objective;
+use crate::data::Vectors;
+use crate::error::Result;
+use crate::index::build::{build_index, BuildParams};
+use crate::index::{Index, OpenOptions};
+use crate::progress::Progress;
+use crate::search::Switches;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Instant;
+
+/// List sizes tried, in order; the sweep stops at the first that reaches
+/// the target.
+const LISTS: &[usize] = &[10, 12, 16, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200];
+
+/// A point is searched until this much CPU was spent, at least once (one
+/// pass of 200 queries takes a few milliseconds, below what
+/// `getrusage`'s ticks resolve).
+const MIN_PASS_CPU_S: f64 = 0.1;
+const MAX_PASSES: usize = 20;
+
+/// One list size's measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub complexity: usize,
+    pub recall: f64,
+    pub reads: f64,
+    pub cpu_us: f64,
+    /// Median latency at one query a thread (latency objective only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+}
+
+/// A composition's figures at the target recall, interpolated between the
+/// two list sizes around it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// The list size where the recall crosses the target (interpolated).
+    pub complexity: f64,
+    pub reads: f64,
+    pub cpu_us: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    /// Seconds its sample build took.
+    pub build_s: f64,
+    pub points: Vec<Point>,
+}
+
+/// What every trial shares.
+pub struct TrialSetup<'a> {
+    pub sample: &'a Sample,
+    /// The caller's build parameters (the profile's own parts are set per
+    /// trial).
+    pub base: &'a BuildParams,
+    pub threads: usize,
+    pub objective: Objective,
+    pub target: f64,
+    pub progress: &'a dyn Progress,
+}
+
+/// Forwards only the caller's request to stop: a trial's stages are not
+/// the user's.
+struct Quiet<'a>(&'a dyn Progress);
+
+impl Progress for Quiet<'_> {
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
+}
+
+/// Builds `profile` over the sample into `dir` and searches it; `None`
+/// when no list size tried reaches the target.
+pub fn run(profile: &str, dir: &Path, s: &TrialSetup) -> Result<Option<Trial>> {
+    let sample = s.sample;
+    let params = BuildParams {
+        memory_budget: Some(sample.budget as u64),
+        ..s.base.with_profile(profile)
+    };
+    let t = Instant::now();
+    let rows = Vectors::f32(&sample.rows, sample.dim).expect("sample rows are whole vectors");
+    build_index(
+        rows,
+        "the planner's sample",
+        dir,
+        &params,
+        s.threads,
+        &Quiet(s.progress),
+    )?;
+    let build_s = t.elapsed().as_secs_f64();
+    let opts = OpenOptions {
+        memory_budget_bytes: Some(sample.budget as u64),
+        reserve_threads: s.threads,
+        ..Default::default()
+    };
+    let index = Index::open(dir, &opts)?;
+    let mut points: Vec<Point> = Vec::new();
+    for &l in LISTS {
+        if s.progress.cancelled() {
+            return Err(crate::index::interrupt::cancelled(dir));
+        }
+        let p = measure(&index, sample, l, s)?;
+        let reached = p.recall >= s.target;
+        points.push(p);
+        if reached {
+            break;
+        }
+    }
+    Ok(at_target(&points, s.target).map(|mut t| {
+        t.build_s = build_s;
+        t.points = points;
+        t
+    }))
+}
+
+/// Searches the sample's queries at list size `l`: throughput at the
+/// caller's threads, and one query at a time for the latency objective.
+fn measure(index: &Index, sample: &Sample, l: usize, s: &TrialSetup) -> Result<Point> {
+    let mut params = index.search_defaults(&Switches::default());
+    params.k = K;
+    params.complexity = l.max(K);
+    params.threads = s.threads;
+    let nq = sample.queries.len() / sample.dim;
+    let cpu0 = cpu_seconds();
+    let (mut passes, mut recall, mut reads) = (0usize, 0.0, 0.0);
+    while passes < MAX_PASSES {
+        let r = index.search_batch(&sample.queries, sample.dim, &params)?;
+        recall = sample.recall(&r.ids, K);
+        reads = r.stats.iter().map(|q| q.reads as f64).sum::<f64>() / nq as f64;
+        passes += 1;
+        if cpu_seconds() - cpu0 >= MIN_PASS_CPU_S {
+            break;
+        }
+    }
+    let cpu_us = (cpu_seconds() - cpu0) / (passes * nq) as f64 * 1e6;
+    let p50_us = match s.objective {
+        Objective::Throughput => None,
+        Objective::Latency => {
+            params.threads = 1;
+            params.in_flight = 1;
+            let r = index.search_batch(&sample.queries, sample.dim, &params)?;
+            let mut lat: Vec<f64> = r.stats.iter().map(|q| q.latency_us).collect();
+            lat.sort_by(f64::total_cmp);
+            Some(lat[lat.len() / 2])
+        }
+    };
+    Ok(Point {
+        complexity: l,
+        recall,
+        reads,
+        cpu_us,
+        p50_us,
+    })
+}
+
+/// The figures where the recall crosses `target`, linear between the
+/// last point below it and the first at or above it; `None` when no point
+/// reaches it.
+pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
+    let hit = points.iter().position(|p| p.recall >= target)?;
+    let b = &points[hit];
+    let (a, f) = match hit {
+        0 => (b, 1.0),
+        _ => {
+            let a = &points[hit - 1];
+            let span = b.recall - a.recall;
+            let f = match span > 0.0 {
+                true => ((target - a.recall) / span).clamp(0.0, 1.0),
+                false => 1.0,
+            };
+            (a, f)
+        }
+    };
+    let lerp = |x: f64, y: f64| x + (y - x) * f;
+    Some(Trial {
+        complexity: lerp(a.complexity as f64, b.complexity as f64),
+        reads: lerp(a.reads, b.reads),
+        cpu_us: lerp(a.cpu_us, b.cpu_us),
+        p50_us: match (a.p50_us, b.p50_us) {
+            (Some(x), Some(y)) => Some(lerp(x, y)),
+            _ => None,
+        },
+        build_s: 0.0,
+        points: Vec::new(),
+    })
+}
+
+/// CPU seconds the process has used (`getrusage`), 0 where unknown.
+fn cpu_seconds() -> f64 {
+    stratavec_io::process_cpu_seconds().unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(l: usize, recall: f64, reads: f64) -> Point {
+        Point {
+            complexity: l,
+            recall,
+            reads,
+            cpu_us: reads * 10.0,
+            p50_us: None,
+        }
+    }
+
+    #[test]
+    fn the_figures_are_read_where_the_recall_crosses_the_target() {
+        let pts = [
+            point(10, 0.8, 10.0),
+            point(20, 0.9, 20.0),
+            point(40, 1.0, 40.0),
+        ];
+        let t = at_target(&pts, 0.95).unwrap();
+        assert!((t.complexity - 30.0).abs() < 1e-9);
+        assert!((t.reads - 30.0).abs() < 1e-9);
+        assert!((t.cpu_us - 300.0).abs() < 1e-9);
+        // Reached at the first point: its figures.
+        let t = at_target(&pts, 0.5).unwrap();
+        assert_eq!((t.complexity, t.reads), (10.0, 10.0));
+        assert!(at_target(&pts[..2], 0.95).is_none());
+    }
+}

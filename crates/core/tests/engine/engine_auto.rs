@@ -1,0 +1,94 @@
+//! `build --profile auto` (issue #57): the planner builds every candidate
+//! over a sample, records each one's trial and prediction in the build
+//! report, builds the one it chose (the manifest names it, `chosen` says
+//! why) and leaves none of its trials behind; without a budget, or on data
+//! too small to sample, the default profile is built and the reason given.
+
+use crate::common;
+
+use common::*;
+use stratavec::autoplan::{AutoPlan, CANDIDATES};
+use stratavec::data::Metric;
+use stratavec::index::Manifest;
+use stratavec::{BuildParams, Unset};
+
+const DIM: usize = 16;
+
+fn auto(budget: Option<u64>) -> BuildParams {
+    BuildParams {
+        graph_degree: 16,
+        complexity: 32,
+        memory_budget: budget,
+        // The disk's rate given: no probe in a test.
+        device_reads_per_s: Some(50_000.0),
+        unset: Unset::all(),
+        ..BuildParams::for_profile("auto")
+    }
+}
+
+fn report(dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("build_report.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn auto_tries_every_candidate_and_builds_the_one_it_chose() {
+    let (base, queries) = synth(6_000, 20, DIM, 57);
+    let tmp = tempdir();
+    let dir = tmp.path().join("auto");
+    build_f32(&dir, &base, DIM, &auto(Some(2_000_000)), 2);
+    let plan: AutoPlan = serde_json::from_value(report(&dir)["auto_plan"].clone()).unwrap();
+    let names: Vec<&str> = plan.candidates.iter().map(|c| c.profile.as_str()).collect();
+    assert_eq!(names, CANDIDATES);
+    assert_eq!(plan.sample, 5_000);
+    assert_eq!(plan.device.source, "given");
+    for c in &plan.candidates {
+        match (&c.trial, &c.predicted) {
+            (Some(t), Some(p)) => {
+                assert!(t.points.last().unwrap().recall >= 0.95, "{c:?}");
+                assert!(t.cpu_us > 0.0 && p.qps > 0.0, "{c:?}");
+            }
+            _ => assert!(c.skipped.is_some(), "{c:?}"),
+        }
+    }
+    let best = plan
+        .candidates
+        .iter()
+        .filter_map(|c| Some((c.predicted.as_ref()?.qps, &c.profile)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    assert_eq!(&plan.chosen, best.1);
+    let m = Manifest::read(&dir).unwrap();
+    assert_eq!(m.build.profile, plan.chosen);
+    assert!(
+        m.chosen["profile"].starts_with(&plan.chosen),
+        "{:?}",
+        m.chosen
+    );
+    // The trials are gone, and the index searches.
+    let hidden: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(hidden, vec![std::ffi::OsString::from("auto")]);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let res = search(&open(&dir), &queries, 10, 64);
+    assert!(recall_of(&res, &gt, 10) >= 0.9);
+}
+
+#[test]
+fn without_a_budget_or_enough_rows_auto_builds_the_default() {
+    let tmp = tempdir();
+    let (small, _) = synth(1_000, 1, DIM, 58);
+    for (name, data, budget, why) in [
+        ("no-budget", &small, None, "memory budget"),
+        ("small", &small, Some(2_000_000), "samples 5200 rows"),
+    ] {
+        let dir = tmp.path().join(name);
+        build_f32(&dir, data, DIM, &auto(budget), 1);
+        let m = Manifest::read(&dir).unwrap();
+        assert_eq!(m.build.profile, stratavec::profile::DEFAULT);
+        assert!(m.chosen["profile"].contains(why), "{:?}", m.chosen);
+        assert!(report(&dir).get("auto_plan").is_none());
+    }
+}
