@@ -355,6 +355,26 @@ def test_a_tiny_16_d_set_builds_and_searches_with_every_default(tmp_path, profil
     assert manifest["build"]["pq_bytes"] == 16 and "pq_bytes" in manifest["chosen"]
 
 
+def test_auto_chooses_a_profile_and_says_why(tmp_path):
+    # profile="auto" with a budget: each candidate tried on a 5,000-row
+    # sample, the chosen one built, the plan in the build report.
+    x = clustered(6000, 16, seed=7)
+    q = clustered(20, 16, seed=8)
+    r = stratavec.build_index(x, tmp_path / "i", profile="auto", memory_budget_mb=2, graph_degree=16,
+                              complexity=32, device_reads_per_s=50000, threads=2)
+    plan = r["auto_plan"]
+    assert [c["profile"] for c in plan["candidates"]] == ["diskann", "starling", "gorgeous", "laser", "pipeann",
+                                                          "octopus"]
+    assert plan["objective"] == "throughput" and plan["device"]["source"] == "given"
+    idx = stratavec.Index.open(tmp_path / "i", memory_budget_mb=2)
+    assert idx.profile == plan["chosen"]
+    assert r["chosen"]["profile"].startswith(plan["chosen"] + ":")
+    D, I = idx.search(q, complexity=64)
+    assert recall(I, brute_force(x, q, 10)) >= 0.9
+    with pytest.raises(ValueError, match="objective"):
+        stratavec.build_index(x, tmp_path / "j", profile="auto", objective="fastest")
+
+
 def test_starling_page_size_follows_the_records(tmp_path):
     # 768-d float32 records (3.1 KB) do not fit twice in a 4 KB page: left
     # unset, the page size is chosen; given, it fails before any work.
