@@ -5,9 +5,9 @@
 
 use crate::data::Metric;
 use crate::util::rng::Rng;
-use rayon::prelude::*;
 
-/// Results a trial query is scored on (recall@10).
+/// Results a trial query is scored on (recall@10; `pq_plan::exact_top10`
+/// gives the sample's).
 pub const K: usize = 10;
 
 /// Sample size: 2% of the rows, at least [`MIN_SAMPLE`] (a graph of fewer
@@ -68,7 +68,7 @@ impl Sample {
         };
         let rows = gather(&picked[..size]);
         let queries = gather(&picked[size..]);
-        let exact = exact_top(&rows, &queries, dim, metric);
+        let exact = crate::memory::pq_plan::exact_top10(&rows, &queries, dim, metric);
         let fixed = fixed_bytes(dim, threads);
         let share = size as f64 / n as f64;
         let budget = fixed + (budget.saturating_sub(fixed) as f64 * share) as usize;
@@ -99,23 +99,6 @@ impl Sample {
             .sum();
         hits as f64 / (self.exact.len() * K).max(1) as f64
     }
-}
-
-/// Each query's exact top [`K`] among `rows`.
-fn exact_top(rows: &[f32], queries: &[f32], dim: usize, metric: Metric) -> Vec<Vec<u32>> {
-    queries
-        .par_chunks(dim)
-        .map(|q| {
-            let mut d: Vec<(f32, u32)> = rows
-                .chunks(dim)
-                .enumerate()
-                .map(|(i, v)| (metric.distance_f32(q, v), i as u32))
-                .collect();
-            let k = K.min(d.len());
-            d.select_nth_unstable_by(k - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            d[..k].iter().map(|e| e.1).collect()
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,49 @@
+"""benchmarks/tables/planner.py against hand-made rows: each profile's QPS
+at R@10 0.95 beside the plan's prediction for it, the chosen and the best
+fixed profile marked, and auto against the best fixed round by round."""
+
+import sys
+from pathlib import Path
+import json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tables import planner as T  # noqa: E402
+
+
+def search(system, rnd, L, recall, qps, reads=10.0, build=None):
+    return {"kind": "search", "system": system, "round": rnd, "L": L, "recall_at_10": recall, "qps": qps,
+            "reads_per_query": reads, "build": build or {}}
+
+
+def plan():
+    cand = lambda name, qps: {"profile": name, "predicted": {"qps": qps, "bound": "device"}}  # noqa: E731
+    return {"auto_plan": {"sample": 5000, "queries": 200, "sample_budget": 1.3e6, "seconds": 18.0,
+                          "device": {"reads_per_s": 90000, "source": "probed x"}, "chosen": "starling",
+                          "candidates": [cand("diskann", 3000), cand("starling", 4000),
+                                         {"profile": "laser", "skipped": "its trial failed: x"}]}}
+
+
+def rows():
+    run = {"kind": "run", "dataset": "wordnet-minilm", "n": 116707, "d": 384, "threads": 2, "rounds": 2,
+           "memory_budget_bytes": 9.0e6, "memory_fraction": 0.05, "command": "stratavec bench"}
+    out = [run]
+    for rnd in range(2):
+        out += [search("stratavec-auto", rnd, 30, 0.96, 1980 + 40 * rnd, build=plan()),
+                search("stratavec-diskann", rnd, 30, 0.96, 1500),
+                search("stratavec-starling", rnd, 30, 0.96, 2000),
+                search("stratavec-laser", rnd, 30, 0.90, 900)]
+    return out
+
+
+def test_predictions_beside_the_measured_and_auto_against_the_best(tmp_path):
+    (tmp_path / "planner-384-0.05.jsonl").write_text("\n".join(json.dumps(r) for r in rows()) + "\n")
+    text = T.render(str(tmp_path))
+    assert "Chosen: **starling**" in text, text
+    assert "| starling (chosen) · best fixed | — | 2,000 (2,000–2,000) · L=30 | 10.0 | 4,000 | 2.00 |" in text, text
+    assert "| diskann | — | 1,500 (1,500–1,500) · L=30 | 10.0 | 3,000 | 2.00 |" in text, text
+    assert "| laser | — | never | — | its trial failed: x | — |" in text, text
+    assert "against the best fixed profile (starling): 1.00× (0.99–1.01)" in text, text
+
+
+def test_no_rows_names_the_run(tmp_path):
+    assert T.RUN in T.render(str(tmp_path))
