@@ -206,8 +206,9 @@ fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
     for c in &p.candidates {
         match (&c.trial, &c.predicted) {
             (Some(t), Some(pr)) => println!(
-                "  {:<9} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
+                "  {:<9} {:>6} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
                 c.profile,
+                t.pq_bytes.map_or(String::new(), |m| format!("pq{m}")),
                 t.complexity,
                 t.reads,
                 t.cpu_us,

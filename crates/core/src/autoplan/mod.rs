@@ -21,14 +21,16 @@ pub mod predict;
 pub mod sample;
 pub mod trial;
 
-use crate::data::Metric;
+use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
+use crate::graph::{BuildSpace, BuildStats, Graph, VamanaParams};
 use crate::index::build::BuildParams;
+use crate::memory::planner::Part;
 use crate::progress::Progress;
 use predict::Device;
 use sample::Sample;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use trial::{Trial, TrialSetup};
 
 /// The profile name that asks for the planner.
@@ -93,9 +95,89 @@ pub struct AutoPlan {
     pub device: Device,
     pub candidates: Vec<Candidate>,
     pub chosen: String,
+    /// The PQ bytes its best trial had, where the planner chose them
+    /// (`pq_sizes`); the build takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pq_bytes: Option<usize>,
     pub why: String,
     /// Seconds the whole plan took (trials, probe).
     pub seconds: f64,
+}
+
+/// PQ bytes a candidate is tried at: where the caller left them unset and
+/// the profile estimates from PQ codes without sizing them itself (only
+/// the profiles that cache the graph run `memory::pq_plan`), each of
+/// [`PQ_SIZES`] up to the dimension; else its own (`None`). At 5% of
+/// wordnet-minilm starling with the default 32 bytes read 61.5 a query
+/// at R@10 0.95 where 48 bytes read 36.6 (BENCHMARKS.md, the planner).
+fn pq_sizes(profile: &str, base: &BuildParams, dim: usize) -> Vec<Option<usize>> {
+    let params = base.with_profile(profile);
+    let own = match crate::profile::plan(&params) {
+        Ok(plan) => plan.codes != crate::plan::CodesPart::Pq || plan.holds(Part::Adjacency),
+        Err(_) => true,
+    };
+    if own || !base.unset.pq_bytes {
+        return vec![None];
+    }
+    let sizes: Vec<Option<usize>> = PQ_SIZES
+        .iter()
+        .filter(|&&m| m <= dim)
+        .map(|&m| Some(m))
+        .collect();
+    match sizes.is_empty() {
+        true => vec![None],
+        false => sizes,
+    }
+}
+
+/// The PQ sizes the planner tries ([`pq_sizes`]).
+pub const PQ_SIZES: &[usize] = &[32, 48, 64, 96];
+
+/// The sample's graph, built once with the caller's graph parameters: every
+/// candidate lays its parts over it (their graphs would be the same).
+fn sample_graph(sample: &Sample, input: &AutoInput) -> Result<(Graph, BuildStats)> {
+    let (p, _) = crate::index::fit::fit(input.base, sample.len(), input.dim, DType::F32)?;
+    let vp = VamanaParams {
+        degree: p.graph_degree,
+        complexity: p.complexity,
+        alpha: p.alpha,
+        passes: p.passes,
+        max_batch_fraction: p.max_batch_fraction,
+        seed: p.seed,
+    };
+    input.progress.stage("plan: sample graph", 0);
+    let space = BuildSpace::new(&sample.rows, input.dim, input.metric);
+    let pool = crate::index::build::thread_pool(input.threads, "plan")?;
+    let stop = || input.progress.cancelled();
+    let built = pool.install(|| crate::graph::build_until(&space, &vp, &|_, _| {}, &stop));
+    input.progress.finish();
+    built.ok_or_else(|| crate::index::interrupt::cancelled(input.work))
+}
+
+/// Each profile's best trial over the PQ sizes it was tried at, by the
+/// objective's figure, with its prediction.
+fn best_sizes(
+    tried: Vec<(&str, PathBuf, Option<Trial>, Option<String>)>,
+    device: &Device,
+    threads: usize,
+    objective: Objective,
+) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    for (profile, _, trial, skipped) in tried {
+        let predicted = trial.as_ref().map(|t| predict::predict(t, device, threads));
+        let c = Candidate {
+            profile: profile.to_string(),
+            trial,
+            predicted,
+            skipped,
+        };
+        match out.iter_mut().find(|o| o.profile == profile) {
+            Some(o) if predict::better(&c, o, objective) => *o = c,
+            Some(_) => {}
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 /// Tries every candidate on a sample of `input.data` and chooses one.
@@ -128,48 +210,44 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         progress: input.progress,
     };
     std::fs::create_dir_all(input.work).at("create", input.work)?;
-    let mut candidates = Vec::new();
-    for (i, &profile) in CANDIDATES.iter().enumerate() {
-        input.progress.stage(&format!("plan: try {profile}"), 0);
-        let dir = input.work.join(profile);
-        let tried = trial::run(profile, &dir, &setup);
-        input.progress.finish();
-        let (trial, skipped) = match tried {
-            Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
-            Ok(Some(t)) => (Some(t), None),
-            Ok(None) => (
-                None,
-                Some(format!(
-                    "no list size up to 200 reached R@10 {}",
-                    setup.target
-                )),
-            ),
-            Err(e) => (None, Some(format!("its trial failed: {e}"))),
-        };
-        candidates.push((i, profile, dir, trial, skipped));
+    let graph = sample_graph(&sample, input)?;
+    let mut tried = Vec::new();
+    for &profile in CANDIDATES {
+        for pq in pq_sizes(profile, input.base, input.dim) {
+            let name = pq.map_or(profile.to_string(), |m| format!("{profile}-pq{m}"));
+            input.progress.stage(&format!("plan: try {name}"), 0);
+            let dir = input.work.join(&name);
+            let t = trial::run(profile, pq, &dir, &setup, &graph);
+            input.progress.finish();
+            let (trial, skipped) = match t {
+                Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
+                Ok(Some(t)) => (Some(t), None),
+                Ok(None) => (
+                    None,
+                    Some(format!(
+                        "no list size up to 200 reached R@10 {}",
+                        setup.target
+                    )),
+                ),
+                Err(e) => (None, Some(format!("its trial failed: {e}"))),
+            };
+            tried.push((profile, dir, trial, skipped));
+        }
     }
-    let device = Device::probe(
-        candidates
-            .iter()
-            .find(|c| c.3.is_some())
-            .map(|c| c.2.join(crate::layout::PAGES_FILE)),
-        input.threads,
-        input.base.device_reads_per_s,
-    );
-    let candidates: Vec<Candidate> = candidates
-        .into_iter()
-        .map(|(_, profile, _, trial, skipped)| Candidate {
-            profile: profile.to_string(),
-            predicted: trial
-                .as_ref()
-                .map(|t| predict::predict(t, &device, input.threads)),
-            trial,
-            skipped,
-        })
-        .collect();
+    let pages = tried
+        .iter()
+        .find(|c| c.2.is_some())
+        .map(|c| c.1.join(crate::layout::PAGES_FILE));
+    let device = Device::probe(pages, input.threads, input.base.device_reads_per_s);
+    let candidates = best_sizes(tried, &device, input.threads, setup.objective);
     let _ = std::fs::remove_dir_all(input.work);
     let (chosen, why) = predict::pick(&candidates, setup.objective, setup.target);
+    let pq_bytes = candidates
+        .iter()
+        .find(|c| c.profile == chosen)
+        .and_then(|c| c.trial.as_ref()?.pq_bytes);
     Ok(Some(AutoPlan {
+        pq_bytes,
         objective: setup.objective,
         target_recall: setup.target,
         sample: sample.len(),

@@ -87,22 +87,34 @@ pub fn predict(trial: &Trial, device: &Device, threads: usize) -> Prediction {
     }
 }
 
+/// `c`'s score for `objective` (higher is better); `None` without a
+/// prediction.
+fn score(c: &super::Candidate, objective: Objective) -> Option<f64> {
+    let p = c.predicted.as_ref()?;
+    match objective {
+        Objective::Throughput => Some(p.qps),
+        Objective::Latency => p.p50_us.map(|l| -l),
+    }
+}
+
+/// Whether `a` scores above `b` (a prediction beats none).
+pub fn better(a: &super::Candidate, b: &super::Candidate, objective: Objective) -> bool {
+    match (score(a, objective), score(b, objective)) {
+        (Some(x), Some(y)) => x > y,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
 /// The candidate `objective` favours, and why in words.
 pub fn pick(
     candidates: &[super::Candidate],
     objective: Objective,
     target: f64,
 ) -> (String, String) {
-    let score = |c: &super::Candidate| -> Option<f64> {
-        let p = c.predicted.as_ref()?;
-        match objective {
-            Objective::Throughput => Some(p.qps),
-            Objective::Latency => p.p50_us.map(|l| -l),
-        }
-    };
     let mut ranked: Vec<(&super::Candidate, f64)> = candidates
         .iter()
-        .filter_map(|c| score(c).map(|s| (c, s)))
+        .filter_map(|c| score(c, objective).map(|s| (c, s)))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     let Some(&(best, _)) = ranked.first() else {
@@ -117,8 +129,11 @@ pub fn pick(
             Objective::Throughput => format!("{:.0} QPS ({}-bound)", p.qps, p.bound),
             Objective::Latency => format!("p50 {:.0} µs", p.p50_us.unwrap_or(0.0)),
         };
+        let pq = t
+            .pq_bytes
+            .map_or(String::new(), |m| format!(" ({m} PQ bytes)"));
         format!(
-            "{} {head} at L {:.0}, {:.1} reads and {:.0} µs CPU a query",
+            "{}{pq} {head} at L {:.0}, {:.1} reads and {:.0} µs CPU a query",
             c.profile, t.complexity, t.reads, t.cpu_us
         )
     };
@@ -139,6 +154,7 @@ mod tests {
 
     fn trial(reads: f64, cpu_us: f64, p50: Option<f64>) -> Trial {
         Trial {
+            pq_bytes: None,
             complexity: 30.0,
             reads,
             cpu_us,

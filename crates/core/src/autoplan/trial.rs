@@ -8,7 +8,8 @@ use super::sample::{Sample, K};
 use super::Objective;
 use crate::data::Vectors;
 use crate::error::Result;
-use crate::index::build::{build_index, BuildParams};
+use crate::graph::{BuildStats, Graph};
+use crate::index::build::{build_over_graph, BuildParams};
 use crate::index::{Index, OpenOptions};
 use crate::progress::Progress;
 use crate::search::Switches;
@@ -42,6 +43,10 @@ pub struct Point {
 /// two list sizes around it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
+    /// The PQ bytes tried, where the planner chose them (`None`: the
+    /// profile plans its own, or keeps no PQ codes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pq_bytes: Option<usize>,
     /// The list size where the recall crosses the target (interpolated).
     pub complexity: f64,
     pub reads: f64,
@@ -75,24 +80,29 @@ impl Progress for Quiet<'_> {
     }
 }
 
-/// Builds `profile` over the sample into `dir` and searches it; `None`
-/// when no list size tried reaches the target.
-pub fn run(profile: &str, dir: &Path, s: &TrialSetup) -> Result<Option<Trial>> {
+/// Lays `profile`'s parts (with `pq_bytes` PQ bytes when given) over the
+/// sample's `graph` into `dir` and searches it; `None` when no list size
+/// tried reaches the target.
+pub fn run(
+    profile: &str,
+    pq_bytes: Option<usize>,
+    dir: &Path,
+    s: &TrialSetup,
+    graph: &(Graph, BuildStats),
+) -> Result<Option<Trial>> {
     let sample = s.sample;
-    let params = BuildParams {
+    let mut params = BuildParams {
         memory_budget: Some(sample.budget as u64),
         ..s.base.with_profile(profile)
     };
+    if let Some(m) = pq_bytes {
+        params.pq_bytes = m;
+        params.unset.pq_bytes = false;
+    }
     let t = Instant::now();
     let rows = Vectors::f32(&sample.rows, sample.dim).expect("sample rows are whole vectors");
-    build_index(
-        rows,
-        "the planner's sample",
-        dir,
-        &params,
-        s.threads,
-        &Quiet(s.progress),
-    )?;
+    let quiet = Quiet(s.progress);
+    build_over_graph(rows, dir, &params, s.threads, &quiet, graph.clone())?;
     let build_s = t.elapsed().as_secs_f64();
     let opts = OpenOptions {
         memory_budget_bytes: Some(sample.budget as u64),
@@ -113,6 +123,7 @@ pub fn run(profile: &str, dir: &Path, s: &TrialSetup) -> Result<Option<Trial>> {
         }
     }
     Ok(at_target(&points, s.target).map(|mut t| {
+        t.pq_bytes = pq_bytes;
         t.build_s = build_s;
         t.points = points;
         t
@@ -179,6 +190,7 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
     };
     let lerp = |x: f64, y: f64| x + (y - x) * f;
     Some(Trial {
+        pq_bytes: None,
         complexity: lerp(a.complexity as f64, b.complexity as f64),
         reads: lerp(a.reads, b.reads),
         cpu_us: lerp(a.cpu_us, b.cpu_us),

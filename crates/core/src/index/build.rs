@@ -619,6 +619,51 @@ pub fn build_index_with(
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<BuildReport> {
+    let given = super::stages::Given::default();
+    build_given(
+        data, attached, source, dir, params, threads, progress, given,
+    )
+}
+
+/// [`build_index`] over a graph already built on `data` with `params`'
+/// graph parameters: the planner's trials (`autoplan`) lay out one sample
+/// graph in each profile's parts instead of building it again for each.
+pub(crate) fn build_over_graph(
+    data: Vectors<'_>,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+    graph: (crate::graph::Graph, crate::graph::BuildStats),
+) -> Result<BuildReport> {
+    let given = super::stages::Given {
+        graph: Some(graph),
+        ..Default::default()
+    };
+    let attached = Attached::default();
+    build_given(
+        data,
+        attached,
+        "the planner's sample",
+        dir,
+        params,
+        threads,
+        progress,
+        given,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_given(
+    data: Vectors<'_>,
+    attached: Attached<'_>,
+    source: &str,
+    dir: &Path,
+    params: &BuildParams,
+    threads: usize,
+    progress: &dyn Progress,
+    given: super::stages::Given,
+) -> Result<BuildReport> {
     let t_all = Instant::now();
     let dim = data.dim();
     let n = data.elems().len() / dim;
@@ -703,7 +748,7 @@ pub fn build_index_with(
         staging,
         files: Vec::new(),
         nested: 0.0,
-        given: Default::default(),
+        given,
     };
     super::stages::run(build, pq_unset, t_all)
 }

@@ -55,8 +55,20 @@ pub(super) fn resolve(
             },
         ),
     };
-    let chosen = BTreeMap::from([("profile".to_string(), format!("{profile}: {why}"))]);
-    Ok((params.with_profile(&profile), plan, chosen))
+    let mut chosen = BTreeMap::from([("profile".to_string(), format!("{profile}: {why}"))]);
+    let mut out = params.with_profile(&profile);
+    if let Some(m) = plan.as_ref().and_then(|p| p.pq_bytes) {
+        out.pq_bytes = m;
+        out.unset.pq_bytes = false;
+        chosen.insert(
+            "pq_bytes".into(),
+            format!(
+                "{m}: {profile}'s best on the planner's sample of the sizes {:?} (auto_plan)",
+                autoplan::PQ_SIZES
+            ),
+        );
+    }
+    Ok((out, plan, chosen))
 }
 
 /// Where the trials are built: beside the index, hidden, so they share its

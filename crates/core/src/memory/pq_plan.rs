@@ -168,7 +168,12 @@ fn distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Each query's exact 10 nearest rows of `base`.
-pub(crate) fn exact_top10(base: &[f32], queries: &[f32], dim: usize, metric: Metric) -> Vec<Vec<u32>> {
+pub(crate) fn exact_top10(
+    base: &[f32],
+    queries: &[f32],
+    dim: usize,
+    metric: Metric,
+) -> Vec<Vec<u32>> {
     queries
         .par_chunks(dim)
         .map(|q| {

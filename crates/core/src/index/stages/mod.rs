@@ -135,12 +135,11 @@ impl Build<'_> {
 pub(crate) fn run(mut b: Build<'_>, pq_unset: bool, t_all: Instant) -> Result<BuildReport> {
     let (graph, stats) = match b.given.graph.take() {
         Some(given) => given,
-        None => {
-            let built = graph::build(&mut b)?;
-            graph::plan_pq(&mut b, &built.0, pq_unset)?;
-            built
-        }
+        None => graph::build(&mut b)?,
     };
+    // A given graph too (a merge's keeps its PQ bytes: `pq_unset` false;
+    // the planner's sample graph leaves them to be planned).
+    graph::plan_pq(&mut b, &graph, pq_unset)?;
     let codes = codes::train(&mut b)?;
     // Stages timed before the write window (the record codes' training)
     // are not inside it: only those after count against it (a laser build
