@@ -23,7 +23,7 @@ pub mod trial;
 
 use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
-use crate::graph::{BuildSpace, BuildStats, Graph, VamanaParams};
+use crate::graph::{BuildSpace, BuildStats, Graph};
 use crate::index::build::BuildParams;
 use crate::memory::planner::Part;
 use crate::progress::Progress;
@@ -137,14 +137,7 @@ pub const PQ_SIZES: &[usize] = &[32, 48, 64, 96];
 /// candidate lays its parts over it (their graphs would be the same).
 fn sample_graph(sample: &Sample, input: &AutoInput) -> Result<(Graph, BuildStats)> {
     let (p, _) = crate::index::fit::fit(input.base, sample.len(), input.dim, DType::F32)?;
-    let vp = VamanaParams {
-        degree: p.graph_degree,
-        complexity: p.complexity,
-        alpha: p.alpha,
-        passes: p.passes,
-        max_batch_fraction: p.max_batch_fraction,
-        seed: p.seed,
-    };
+    let vp = p.vamana();
     input.progress.stage("plan: sample graph", 0);
     let space = BuildSpace::new(&sample.rows, input.dim, input.metric);
     let pool = crate::index::build::thread_pool(input.threads, "plan")?;

@@ -414,6 +414,18 @@ impl BuildParams {
         unshuffled(self) == unshuffled(other)
     }
 
+    /// The graph build's parameters among these.
+    pub fn vamana(&self) -> crate::graph::VamanaParams {
+        crate::graph::VamanaParams {
+            degree: self.graph_degree,
+            complexity: self.complexity,
+            alpha: self.alpha,
+            passes: self.passes,
+            max_batch_fraction: self.max_batch_fraction,
+            seed: self.seed,
+        }
+    }
+
     /// Whether either cache is ranked by visits (`cache_rank::by_visits`),
     /// which `visits_sample` sizes.
     pub fn ranks_by_visits(&self) -> bool {

@@ -341,12 +341,8 @@ fn merged_graph(set: &NewSet, space: &BuildSpace, base: &Index, delta: &Delta) -
     lists.resize(n, Vec::new());
     let medoid = entry(set, space);
     let params = VamanaParams {
-        degree: r,
-        complexity: p.complexity,
-        alpha,
         passes: 1,
-        max_batch_fraction: p.max_batch_fraction,
-        seed: p.seed,
+        ..p.vamana()
     };
     let max_batch = ((n as f32 * p.max_batch_fraction) as usize).max(1);
     // The entry is already in the graph (a kept row, or with nothing kept

@@ -4,7 +4,7 @@
 
 use super::{stopped_at, Build};
 use crate::error::{Error, Result};
-use crate::graph::{self, BuildStats, Graph, VamanaParams};
+use crate::graph::{self, BuildStats, Graph};
 use crate::memory::adjacency_cache;
 use crate::memory::planner::Part;
 use crate::memory::pq_plan::{self, PqPlan, PqPlanInput};
@@ -14,14 +14,7 @@ pub(super) fn build(b: &mut Build) -> Result<(Graph, BuildStats)> {
     b.checkpoint("graph")?;
     let t = Instant::now();
     let p = &b.params;
-    let vparams = VamanaParams {
-        degree: p.graph_degree,
-        complexity: p.complexity,
-        alpha: p.alpha,
-        passes: p.passes,
-        max_batch_fraction: p.max_batch_fraction,
-        seed: p.seed,
-    };
+    let vparams = p.vamana();
     let progress = b.progress;
     progress.stage("build graph", (b.n * p.passes) as u64);
     let stop = || progress.cancelled();
