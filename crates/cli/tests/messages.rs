@@ -245,7 +245,7 @@ fn build_help_lists_profiles_and_says_what_alpha_and_seed_do() {
     let help = stdout(&ok(run(&[&"build", &"--help"])));
     let one_line = help.split_whitespace().collect::<Vec<_>>().join(" ");
     for want in [
-        "[possible values: diskann, starling, gorgeous, laser, pipeann, octopus, tiered, ivf]",
+        "[possible values: diskann, starling, gorgeous, laser, pipeann, octopus, tiered, ivf, auto]",
         "Pruning slack α",
         "Seed of every random choice",
         "Default: 32, or the dimension when it is smaller",
