@@ -211,6 +211,13 @@ fn report_dict<'py>(py: Python<'py>, r: &stratavec::BuildReport) -> PyResult<Bou
             as_py(serde_json::to_string(plan).map_err(to_py_json)?)?,
         )?;
     }
+    // profile="auto": every candidate's trial and prediction, the choice.
+    if let Some(plan) = &r.auto_plan {
+        d.set_item(
+            "auto_plan",
+            as_py(serde_json::to_string(plan).map_err(to_py_json)?)?,
+        )?;
+    }
     Ok(d)
 }
 
