@@ -210,6 +210,13 @@ def python_case(bin_, work, data, idx):
 
 
 def main():
+    # A job a shell without job control starts in the background inherits
+    # SIGINT ignored and passes that on to every child it starts: the CLI
+    # would not stop at a SIGINT and Python would raise no
+    # KeyboardInterrupt (every SIGINT case failed so). A handler, unlike
+    # "ignored", is reset to the default in each child.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="target/debug/stratavec")
     a = ap.parse_args()
