@@ -40,6 +40,10 @@ pub struct Profile {
     /// Build defaults: the navigation graph's share of the vectors
     /// (Starling §4.3, Gorgeous §4.1 ②); 0 starts at the medoid.
     pub nav_sample: f32,
+    /// Whether `--profile auto` tries it (`autoplan`): the graph profiles
+    /// for an SSD; the cluster (ivf) and memory-tier (tiered) profiles
+    /// serve other needs (a tier slower than RAM, almost nothing in RAM).
+    pub planned: bool,
 }
 
 /// The profile a build uses unless told otherwise (`PROFILES[0]`).
@@ -58,6 +62,7 @@ pub const PROFILES: &[Profile] = &[
             width: WidthPolicy::Fixed,
         },
         nav_sample: 0.0,
+        planned: true,
     },
     Profile {
         name: "starling",
@@ -71,6 +76,7 @@ pub const PROFILES: &[Profile] = &[
             width: WidthPolicy::Fixed,
         },
         nav_sample: 0.0,
+        planned: true,
     },
     Profile {
         name: "gorgeous",
@@ -81,6 +87,7 @@ pub const PROFILES: &[Profile] = &[
         node_cache: CacheRank::Bfs,
         search: SearchPart::TwoStage,
         nav_sample: 0.005,
+        planned: true,
     },
     Profile {
         name: "laser",
@@ -101,6 +108,7 @@ pub const PROFILES: &[Profile] = &[
         node_cache: CacheRank::Visits,
         search: SearchPart::Laser,
         nav_sample: 0.0,
+        planned: true,
     },
     Profile {
         name: "pipeann",
@@ -122,6 +130,7 @@ pub const PROFILES: &[Profile] = &[
         // PipeANN enters through an in-memory graph over a sample (its
         // `mem_L` search).
         nav_sample: 0.01,
+        planned: true,
     },
     Profile {
         name: "octopus",
@@ -148,6 +157,7 @@ pub const PROFILES: &[Profile] = &[
         // OctopusANN samples 0.1% of the vectors (§5.1); 0.2% keeps a few
         // hundred starts at 10^5 vectors and leaves the rest to the cache.
         nav_sample: 0.002,
+        planned: true,
     },
     Profile {
         name: "tiered",
@@ -162,6 +172,7 @@ pub const PROFILES: &[Profile] = &[
             width: WidthPolicy::Fixed,
         },
         nav_sample: 0.0,
+        planned: false,
     },
     Profile {
         name: "ivf",
@@ -174,6 +185,7 @@ pub const PROFILES: &[Profile] = &[
         node_cache: CacheRank::Bfs,
         search: SearchPart::Clusters,
         nav_sample: 0.0,
+        planned: false,
     },
 ];
 
@@ -251,6 +263,15 @@ pub fn get(name: &str) -> Result<&'static Profile> {
 /// The names of every profile, the default first.
 pub fn names() -> Vec<&'static str> {
     PROFILES.iter().map(|p| p.name).collect()
+}
+
+/// The profiles `--profile auto` tries, in order.
+pub fn planned() -> Vec<&'static str> {
+    PROFILES
+        .iter()
+        .filter(|p| p.planned)
+        .map(|p| p.name)
+        .collect()
 }
 
 /// What `build --profile` takes: every profile, and `auto` (the planner

@@ -36,14 +36,6 @@ use trial::{Trial, TrialSetup};
 /// The profile name that asks for the planner.
 pub const AUTO: &str = "auto";
 
-/// The compositions tried, in the order their trials run. The cluster
-/// (ivf) and memory-tier (tiered) profiles serve other needs (a tier
-/// slower than RAM, an index with almost nothing in RAM) and are not
-/// candidates.
-pub const CANDIDATES: &[&str] = &[
-    "diskann", "starling", "gorgeous", "laser", "pipeann", "octopus",
-];
-
 /// What the planner maximises.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -205,7 +197,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     std::fs::create_dir_all(input.work).at("create", input.work)?;
     let graph = sample_graph(&sample, input)?;
     let mut tried = Vec::new();
-    for &profile in CANDIDATES {
+    for profile in crate::profile::planned() {
         for pq in pq_sizes(profile, input.base, input.dim) {
             let name = pq.map_or(profile.to_string(), |m| format!("{profile}-pq{m}"));
             input.progress.stage(&format!("plan: try {name}"), 0);

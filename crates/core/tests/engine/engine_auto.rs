@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use stratavec::autoplan::{AutoPlan, CANDIDATES};
+use stratavec::autoplan::AutoPlan;
 use stratavec::data::Metric;
 use stratavec::index::Manifest;
 use stratavec::{BuildParams, Unset};
@@ -39,7 +39,7 @@ fn auto_tries_every_candidate_and_builds_the_one_it_chose() {
     build_f32(&dir, &base, DIM, &auto(Some(2_000_000)), 2);
     let plan: AutoPlan = serde_json::from_value(report(&dir)["auto_plan"].clone()).unwrap();
     let names: Vec<&str> = plan.candidates.iter().map(|c| c.profile.as_str()).collect();
-    assert_eq!(names, CANDIDATES);
+    assert_eq!(names, stratavec::profile::planned());
     assert_eq!(plan.sample, 5_000);
     assert_eq!(plan.device.source, "given");
     for c in &plan.candidates {
