@@ -25,6 +25,31 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# The recorded sha256 are those of OpenBLAS's SkylakeX sgemm kernel (AVX-512):
+# each kernel groups a dot product's sums its own way, so the same numpy
+# gives other last bits under another one. OpenBLAS picks its kernel by CPU
+# model, and on an AMD EPYC with AVX-512 it picked Haswell's, so every
+# vector differed from the recorded set in its last bits. Pinned where the
+# CPU runs it, also over an OPENBLAS_CORETYPE set outside (this workplace's
+# machines set Haswell); elsewhere the check below fails and says why.
+BLAS_KERNEL = "SkylakeX"
+_AVX512 = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
+
+
+def cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+if _AVX512 <= cpu_flags():
+    os.environ["OPENBLAS_CORETYPE"] = BLAS_KERNEL
+
 import argparse
 from pathlib import Path
 
@@ -66,7 +91,9 @@ def main(argv=None):
     except MissingInput as e:
         sys.exit(f"make.py: {e}\n{pip_line}")
     except Mismatch as e:
-        sys.exit(f"make.py: {e}")
+        kernel = os.environ.get("OPENBLAS_CORETYPE", "OpenBLAS's choice for this CPU")
+        sys.exit(f"make.py: {e}\nThe sums were recorded with OpenBLAS's {BLAS_KERNEL} kernel"
+                 f" (AVX-512); this run used {kernel}.")
 
 
 if __name__ == "__main__":

@@ -92,3 +92,62 @@ fn without_a_budget_or_enough_rows_auto_builds_the_default() {
         assert!(report(&dir).get("auto_plan").is_none());
     }
 }
+
+mod budgets {
+    //! No plan exceeds its budget: whatever the budget, the dimension and
+    //! the objective, the index `auto` builds holds at most the budget in
+    //! RAM once opened with it (the trials it predicted from were opened
+    //! with the sample's share of it, `autoplan::sample`).
+    use super::*;
+    use proptest::prelude::*;
+    use stratavec::autoplan::Objective;
+    use stratavec::index::OpenOptions;
+    use stratavec::Index;
+
+    /// The bytes every index holds whatever its size: two threads' read
+    /// buffers and the PQ codebook (`autoplan::sample`'s fixed bytes).
+    /// Budgets are this plus a share of the raw vectors, so the share is
+    /// what the parts are planned in.
+    fn fixed(dim: usize) -> u64 {
+        (2 * stratavec::search::READ_SLOTS * 4096 + 256 * dim * 4 + dim * 4) as u64
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+        #[test]
+        fn no_plan_exceeds_its_budget(
+            dim in prop_oneof![Just(8usize), Just(24), Just(48)],
+            share in 0.05f64..0.4,
+            latency in any::<bool>(),
+            seed in 0u64..1_000,
+        ) {
+            let n = 5_400;
+            let (base, _) = synth(n, 1, dim, seed);
+            let budget = fixed(dim) + (share * (n * dim * 4) as f64) as u64;
+            let objective = match latency {
+                true => Objective::Latency,
+                false => Objective::Throughput,
+            };
+            let tmp = tempdir();
+            let dir = tmp.path().join("auto");
+            let params = BuildParams { objective, ..auto(Some(budget)) };
+            build_f32(&dir, &base, dim, &params, 2);
+            let plan: AutoPlan =
+                serde_json::from_value(report(&dir)["auto_plan"].clone()).unwrap();
+            prop_assert_eq!(plan.objective, objective);
+            prop_assert!(plan.candidates.iter().any(|c| c.predicted.is_some()));
+            let opts = OpenOptions {
+                memory_budget_bytes: Some(budget),
+                ..Default::default()
+            };
+            let index = Index::open(&dir, &opts).unwrap();
+            let held = index.memory().total() as u64;
+            prop_assert!(
+                held <= budget,
+                "{} at {budget} B (dim {dim}, {objective:?}) holds {held} B: {}",
+                plan.chosen,
+                index.memory()
+            );
+        }
+    }
+}
