@@ -3,6 +3,8 @@
 //! every vector; per query it prepares a table once and then estimates the distance
 //! of any id from it. Search code sees only this trait, never PQ centroids.
 
+/// Extended RaBitQ: B-bit codes with an error bound (issue #57 item 2).
+pub mod exrabitq;
 pub mod kmeans;
 /// PCA split and RaBitQ neighbour codes for AlayaLaser-style node records (§3.2).
 pub mod pca;
@@ -25,6 +27,9 @@ pub struct QueryTable {
     /// estimate = `bias + scale * sum of words`.
     pub bias: f32,
     pub scale: f32,
+    /// A float query's prepared form (extended RaBitQ: the rotated unit
+    /// query), where the quantizer keeps one.
+    pub floats: Vec<f32>,
 }
 
 /// No codes in RAM: the quantizer of indexes whose records carry their
@@ -66,6 +71,19 @@ pub trait Quantizer: Send + Sync {
     /// Hints the CPU to bring the codes of `ids` into cache ahead of their
     /// estimates (a no-op for estimators with nothing per vector in RAM).
     fn prefetch(&self, _ids: &[u32]) {}
+    /// Estimates with an error bound each (`est[i] ± err[i]` holds the
+    /// exact distance of `ids[i]` on all but a stated share of pairs,
+    /// `exrabitq::EPSILON0`): false, and nothing written, for a quantizer
+    /// without bounds.
+    fn bounds_many(
+        &self,
+        _table: &QueryTable,
+        _ids: &[u32],
+        _est: &mut [f32],
+        _err: &mut [f32],
+    ) -> bool {
+        false
+    }
     /// Estimated distance of vector `id` to the prepared query.
     fn estimate(&self, table: &QueryTable, id: u32) -> f32 {
         let mut out = [0.0];

@@ -1,0 +1,250 @@
+//! Extended RaBitQ against plain references: the packing against a level
+//! array, the kernels against a plain sum, the rescaling against a fine
+//! search, the estimate against the decoded vector, and the bound against
+//! exact distances of Gaussian and real pairs (≥ 99.9% must hold).
+
+use super::*;
+use crate::util::rng::Rng;
+use proptest::prelude::*;
+
+fn gaussian(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    (0..n * dim).map(|_| rng.normal()).collect()
+}
+
+fn l2(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+proptest! {
+    #[test]
+    fn packed_levels_read_back_and_dot_as_a_plain_sum(
+        bits in 1usize..=8,
+        dim in 1usize..70,
+        seed in 0u64..1000,
+    ) {
+        let mut rng = Rng::new(seed);
+        let levels: Vec<u32> = (0..dim).map(|_| rng.below(1 << bits) as u32).collect();
+        let q: Vec<f32> = (0..dim).map(|_| rng.normal()).collect();
+        let mut code = vec![0u8; code_bytes(dim, bits)];
+        for (i, &k) in levels.iter().enumerate() {
+            set_level(&mut code, bits, i, k);
+        }
+        for (i, &k) in levels.iter().enumerate() {
+            prop_assert_eq!(level(&code, bits, i), k);
+        }
+        let want: f32 = levels.iter().zip(&q).map(|(&k, &x)| k as f32 * x).sum();
+        let got = dot_levels(&code, bits, &q);
+        prop_assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{got} vs {want}");
+    }
+}
+
+/// `⟨ō_n, u⟩` of the levels in `code`.
+fn cos_of(code: &[u8], bits: usize, u: &[f32]) -> f32 {
+    let h = half(bits);
+    let o: Vec<f32> = (0..u.len())
+        .map(|i| level(code, bits, i) as f32 - h)
+        .collect();
+    dot(&o, u) / dot(&o, &o).sqrt()
+}
+
+#[test]
+fn the_rescaling_is_near_the_best_and_one_bit_is_the_sign_code() {
+    let dim = 96;
+    let rows = gaussian(50, dim, 7);
+    for u in rows.chunks(dim) {
+        let n = dot(u, u).sqrt();
+        let u: Vec<f32> = u.iter().map(|v| v / n).collect();
+        // One bit: the signs, whose cosine is ‖u‖₁/√D.
+        let mut code = vec![0u8; code_bytes(dim, 1)];
+        let (cos, _) = quantize_unit(&u, 1, &mut code);
+        let l1: f32 = u.iter().map(|v| v.abs()).sum();
+        assert!((cos - l1 / (dim as f32).sqrt()).abs() < 1e-5);
+        for i in 0..dim {
+            assert_eq!(level(&code, 1, i) == 1, u[i] >= 0.0);
+        }
+        for bits in 2..=8 {
+            let mut code = vec![0u8; code_bytes(dim, bits)];
+            let (cos, onorm) = quantize_unit(&u, bits, &mut code);
+            assert!((cos - cos_of(&code, bits, &u)).abs() < 1e-5);
+            let h = half(bits);
+            let o2: f32 = (0..dim)
+                .map(|i| (level(&code, bits, i) as f32 - h).powi(2))
+                .sum();
+            assert!((onorm - o2.sqrt()).abs() < 1e-3 * onorm);
+            // A search over 4,000 rescalings finds at most 1e-3 more.
+            let max = u.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let top = ((1u32 << bits) - 1) as f32;
+            let best = (1..4000)
+                .map(|s| {
+                    let t = h / max * (0.25 + 6.0 * s as f32 / 4000.0);
+                    let o: Vec<f32> = u
+                        .iter()
+                        .map(|&v| (v * t + h).round().clamp(0.0, top) - h)
+                        .collect();
+                    dot(&o, &u) / dot(&o, &o).sqrt()
+                })
+                .fold(f32::MIN, f32::max);
+            assert!(cos >= best - 1e-3, "bits {bits}: {cos} against {best}");
+        }
+    }
+}
+
+/// Share of pairs whose exact distance lies outside the bound, and the
+/// mean signed error relative to the mean distance.
+fn violations(q: &ExRabitQ, base: &[f32], queries: &[f32]) -> (f64, f64) {
+    let dim = q.dim;
+    let (mut out, mut total, mut err, mut mean) = (0usize, 0usize, 0f64, 0f64);
+    let mut t = QueryTable::default();
+    for qv in queries.chunks(dim) {
+        q.prepare(qv, &mut t);
+        for (i, x) in base.chunks(dim).enumerate() {
+            let exact = match q.metric {
+                Metric::InnerProduct => -dot(qv, x),
+                _ => l2(qv, x),
+            };
+            let (est, bound) = q.estimate_bound(&t, i as u32, EPSILON0);
+            out += usize::from((est - exact).abs() > bound);
+            total += 1;
+            err += (est - exact) as f64;
+            mean += exact.abs() as f64;
+        }
+    }
+    (out as f64 / total as f64, err / mean)
+}
+
+#[test]
+fn the_bound_holds_on_gaussian_pairs_for_both_metrics() {
+    let dim = 64;
+    let base = gaussian(1_500, dim, 1);
+    let queries = gaussian(40, dim, 2);
+    for metric in [Metric::L2, Metric::InnerProduct] {
+        for bits in [1, 3, 4, 8] {
+            let q = ExRabitQ::train(&base, dim, bits, metric, 3);
+            let (out, bias) = violations(&q, &base, &queries);
+            assert!(
+                out <= 0.001,
+                "{metric:?} bits {bits}: {:.4}% outside",
+                out * 100.0
+            );
+            assert!(bias.abs() < 0.01, "{metric:?} bits {bits}: bias {bias}");
+        }
+    }
+}
+
+#[test]
+fn the_estimate_is_the_formula_on_the_decoded_vector() {
+    let dim = 32;
+    let base = gaussian(200, dim, 4);
+    let queries = gaussian(5, dim, 5);
+    let q = ExRabitQ::train(&base, dim, 4, Metric::L2, 6);
+    let cb = code_bytes(dim, 4);
+    let mut t = QueryTable::default();
+    for qv in queries.chunks(dim) {
+        q.prepare(qv, &mut t);
+        let qc: Vec<f32> = qv.iter().zip(&q.centre).map(|(a, c)| a - c).collect();
+        let qn = dot(&qc, &qc).sqrt();
+        let qr: Vec<f32> = q.rotation.chunks(dim).map(|r| dot(r, &qc) / qn).collect();
+        for i in 0..q.len() {
+            let code = &q.codes[i * cb..(i + 1) * cb];
+            let o: Vec<f32> = (0..dim).map(|j| level(code, 4, j) as f32 - 7.5).collect();
+            let on = dot(&o, &o).sqrt();
+            let x = &base[i * dim..(i + 1) * dim];
+            let xc: Vec<f32> = x.iter().zip(&q.centre).map(|(a, c)| a - c).collect();
+            let xn = dot(&xc, &xc).sqrt();
+            let xr: Vec<f32> = q.rotation.chunks(dim).map(|r| dot(r, &xc) / xn).collect();
+            let ip = dot(&o, &qr) / on / (dot(&o, &xr) / on);
+            let want = xn * xn + qn * qn - 2.0 * xn * qn * ip;
+            let (got, _) = q.estimate_bound(&t, i as u32, EPSILON0);
+            assert!(
+                (got - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                "{got} vs {want}"
+            );
+            let mut many = [0f32];
+            q.estimate_many(&t, &[i as u32], &mut many);
+            assert_eq!(many[0], got);
+        }
+    }
+}
+
+#[test]
+fn more_bits_estimate_closer() {
+    let dim = 64;
+    let base = gaussian(800, dim, 8);
+    let queries = gaussian(20, dim, 9);
+    let mut t = QueryTable::default();
+    let mean_err = |bits| {
+        let q = ExRabitQ::train(&base, dim, bits, Metric::L2, 3);
+        let mut sum = 0f64;
+        for qv in queries.chunks(dim) {
+            q.prepare(qv, &mut t);
+            for (i, x) in base.chunks(dim).enumerate() {
+                sum += (q.estimate_bound(&t, i as u32, 0.0).0 - l2(qv, x)).abs() as f64;
+            }
+        }
+        sum
+    };
+    let errs: Vec<f64> = (1..=6).map(mean_err).collect();
+    for w in errs.windows(2) {
+        assert!(w[1] < w[0] * 0.75, "{errs:?}");
+    }
+}
+
+#[test]
+fn round_trip_and_errors_name_the_field() {
+    let dim = 16;
+    let base = gaussian(100, dim, 10);
+    let q = ExRabitQ::train(&base, dim, 3, Metric::L2, 1);
+    let mut bytes = Vec::new();
+    q.write(&mut bytes).unwrap();
+    let back = ExRabitQ::read(&mut bytes.as_slice(), 100, dim, Metric::L2).unwrap();
+    assert_eq!(back, q);
+    let e = ExRabitQ::read(&mut bytes.as_slice(), 101, dim, Metric::L2).unwrap_err();
+    assert!(e.to_string().contains("n is 100, expected 101"), "{e}");
+    let e = ExRabitQ::read(&mut bytes.as_slice(), 100, 17, Metric::L2).unwrap_err();
+    assert!(e.to_string().contains("dim is 16, expected 17"), "{e}");
+    let e = ExRabitQ::read(&mut &bytes[..bytes.len() - 1], 100, dim, Metric::L2).unwrap_err();
+    assert!(e.to_string().contains("codes"), "{e}");
+    // An insert's code is the one a full encode gives.
+    let mut grown = q.clone();
+    grown.push(&base[..dim]);
+    assert_eq!(grown.factors[100], q.factors[0]);
+    let cb = code_bytes(dim, 3);
+    assert_eq!(grown.codes[100 * cb..], q.codes[..cb]);
+}
+
+/// wordnet-minilm (20k or full, `STRATAVEC_WORDNET_DIR`): the bound holds
+/// on ≥ 99.9% of pairs of its queries and 5,000 of its vectors at the bits
+/// the planner tries.
+#[test]
+fn the_bound_holds_on_real_embeddings() {
+    use stratavec_testkit::Need;
+    let Some(dir) = std::env::var_os("STRATAVEC_WORDNET_DIR").map(std::path::PathBuf::from) else {
+        stratavec_testkit::skipped(
+            "the_bound_holds_on_real_embeddings",
+            Need::Wordnet,
+            "no STRATAVEC_WORDNET_DIR (scripts/wordnet.sh 20k makes it)",
+        );
+        return;
+    };
+    let file = crate::data::open(dir.join("base.fbin")).expect("open base.fbin");
+    let dim = file.dim();
+    let all = file.as_f32().expect("f32 base");
+    let base = &all[..5_000 * dim];
+    let qfile = crate::data::open(dir.join("query.fbin")).expect("open query.fbin");
+    let queries = &qfile.as_f32().expect("f32 queries")[..100 * dim];
+    for bits in [2, 4] {
+        let q = ExRabitQ::train(base, dim, bits, Metric::L2, 1);
+        let (out, bias) = violations(&q, base, queries);
+        println!(
+            "wordnet bits {bits}: {:.4}% outside, bias {bias:.5}",
+            out * 100.0
+        );
+        assert!(out <= 0.001, "bits {bits}: {:.4}% outside", out * 100.0);
+        assert!(bias.abs() < 0.01);
+    }
+}
