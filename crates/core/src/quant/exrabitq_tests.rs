@@ -64,8 +64,8 @@ fn the_rescaling_is_near_the_best_and_one_bit_is_the_sign_code() {
         let (cos, _) = quantize_unit(&u, 1, &mut code);
         let l1: f32 = u.iter().map(|v| v.abs()).sum();
         assert!((cos - l1 / (dim as f32).sqrt()).abs() < 1e-5);
-        for i in 0..dim {
-            assert_eq!(level(&code, 1, i) == 1, u[i] >= 0.0);
+        for (i, &v) in u.iter().enumerate() {
+            assert_eq!(level(&code, 1, i) == 1, v >= 0.0);
         }
         for bits in 2..=8 {
             let mut code = vec![0u8; code_bytes(dim, bits)];
