@@ -207,6 +207,7 @@ impl Profile {
             LayoutKind::Laser => CodesPart::Records,
             LayoutKind::Ivf if params.ivf_codes => CodesPart::IvfPq,
             LayoutKind::Ivf => CodesPart::None,
+            _ if params.exrabitq_bits.is_some() => CodesPart::ExRabitq,
             _ => CodesPart::Pq,
         };
         let entry = match layout {

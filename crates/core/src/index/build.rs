@@ -249,6 +249,15 @@ pub struct BuildParams {
     #[serde(default)]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ivf_codes: bool,
+    /// Graph profiles: the search estimates from extended-RaBitQ codes of
+    /// this many bits a dimension (1-8) instead of PQ codes, and the
+    /// two-stage refinement reads only candidates their error bounds leave
+    /// undecided (`quant::exrabitq`, issue #57). The PQ codes are still
+    /// made for the build's own ranking (placement, caches) and merges,
+    /// and stay on disk. Default: none (PQ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
+    pub exrabitq_bits: Option<usize>,
     /// A label-aware graph (needs labels): a closer neighbour occludes an
     /// edge only if it carries every label the edge's two ends share
     /// (FilteredVamana's pruning, Filtered-DiskANN §3.3), so each label's
@@ -485,6 +494,7 @@ impl Default for BuildParams {
             ivf_closure: default_ivf_closure(),
             ivf_grouping: Default::default(),
             ivf_codes: false,
+            exrabitq_bits: None,
             label_aware: false,
             objective: Default::default(),
             target_recall: default_target_recall(),

@@ -97,6 +97,23 @@ pub(crate) fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) 
             &p.pq_bytes,
         );
     }
+    if let Some(bits) = p.exrabitq_bits {
+        if !crate::quant::exrabitq::BITS.contains(&bits) || dim < 2 {
+            return arg(
+                "exrabitq_bits",
+                "1..=8 (and a dimension of 2 or more)",
+                &bits,
+            );
+        }
+        let codes = crate::profile::plan(p).map(|plan| plan.codes);
+        if codes.ok() != Some(crate::plan::CodesPart::ExRabitq) {
+            return arg(
+                "exrabitq_bits",
+                "unset on a laser or ivf layout (their codes are their own)",
+                &bits,
+            );
+        }
+    }
     if ![4096, 8192, 16384].contains(&p.page_size) {
         return arg("page_size", "4096, 8192 or 16384", &p.page_size);
     }

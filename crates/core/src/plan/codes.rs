@@ -2,9 +2,11 @@
 //! five questions): the part that holds codes in RAM, or none.
 
 use super::files::IndexFiles;
+use crate::error::FileContext;
 use crate::error::Result;
 use crate::layout::ivf_members::{ClusterMembers, MEMBERS_FILE};
 use crate::layout::Layout;
+use crate::quant::exrabitq::ExRabitQ;
 use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
 use crate::quant::record_scorer::RecordScorer;
 use crate::quant::{pq_file, NoCodes, Quantizer};
@@ -12,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 /// PQ's codes file (`quant::pq_file`).
 pub const PQ_FILE: &str = "codes.bin";
+
+/// Extended RaBitQ's rotation, factors and codes (`quant::exrabitq`).
+pub const EXRABITQ_FILE: &str = "exrabitq.bin";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +32,10 @@ pub enum CodesPart {
     IvfPq,
     /// No estimates: a cluster index that reads every probed member.
     None,
+    /// Extended-RaBitQ codes of every vector in RAM, estimates with error
+    /// bounds (`exrabitq.bin`); PQ's stay on disk for merges
+    /// (`codes.bin`).
+    ExRabitq,
 }
 
 /// The codes part of an open index.
@@ -52,7 +61,7 @@ impl CodesPart {
     /// Whether searches estimate from codes of every vector held in RAM
     /// (what range search and the beam search need).
     pub fn in_ram(self) -> bool {
-        matches!(self, CodesPart::Pq | CodesPart::IvfPq)
+        matches!(self, CodesPart::Pq | CodesPart::IvfPq | CodesPart::ExRabitq)
     }
 
     /// Reads this part's files for the index `files` describes.
@@ -83,6 +92,12 @@ impl CodesPart {
                     m.n,
                     clusters,
                 )?);
+            }
+            CodesPart::ExRabitq => {
+                let path = files.path(EXRABITQ_FILE)?;
+                let mut r = std::io::BufReader::new(std::fs::File::open(&path).at("open", &path)?);
+                let ex = ExRabitQ::read(&mut r, m.n, m.dim, m.metric).at("read", &path)?;
+                opened.quantizer = Box::new(ex);
             }
             CodesPart::None => {}
         }

@@ -53,7 +53,7 @@ fn check(plan: &Plan, path: &Path, manifest: &Manifest) -> Result<()> {
     let codes_fit = match plan.codes {
         CodesPart::Records => laser,
         CodesPart::IvfPq | CodesPart::None => ivf,
-        CodesPart::Pq => !laser && !ivf,
+        CodesPart::Pq | CodesPart::ExRabitq => !laser && !ivf,
     };
     if !codes_fit {
         return bad(

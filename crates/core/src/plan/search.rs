@@ -116,6 +116,8 @@ fn choose_graph(params: &SearchParams, metric: Metric) -> Chosen {
             beam_width: params.beam_width,
             refine_ratio: params.refine_ratio,
             pipelined: params.pipelined,
+            k: params.k,
+            settle: params.settle.then_some(params.settle_wave.max(1)),
         });
     }
     if params.pipelined && params.radius.is_none() {

@@ -15,6 +15,7 @@ pub mod prefilter;
 pub mod query;
 pub mod range;
 pub mod scheduler;
+pub mod settle;
 pub mod stats;
 pub mod strategy;
 pub mod two_stage;
@@ -128,6 +129,19 @@ pub struct SearchParams {
     #[serde(default)]
     #[arg(long, action = clap::ArgAction::Set)]
     pub pipelined: bool,
+    /// Two-stage search over codes whose estimates have error bounds
+    /// (`--exrabitq-bits`): read only the candidates the bounds leave open
+    /// (`search::settle`); false reads every one of the top ⌈σ·L⌉, as with
+    /// PQ. Default: true.
+    #[serde(default = "default_true")]
+    #[arg(long, action = clap::ArgAction::Set, default_value_t = true)]
+    pub settle: bool,
+    /// Settled refinement: reads a wave at most. One reads the fewest
+    /// (each read may settle the next candidates) but waits the most
+    /// round trips. Default: 2.
+    #[serde(default = "default_settle_wave")]
+    #[arg(long, default_value_t = default_settle_wave())]
+    pub settle_wave: usize,
     /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
     /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow
     /// while few reads are wasted). Beam search reads this many a hop; the
@@ -169,6 +183,10 @@ pub struct SearchParams {
 /// The longest completion poll a search may ask for: a read takes ~100 µs
 /// on an NVMe disk, so a longer poll only burns a core when one is lost.
 pub const MAX_POLL_US: u32 = 10_000;
+
+fn default_settle_wave() -> usize {
+    2
+}
 
 fn default_true() -> bool {
     true
@@ -239,6 +257,8 @@ impl Default for SearchParams {
             adaptive_beam: true,
             dispatch_ratio: default_dispatch_ratio(),
             pipelined: false,
+            settle: true,
+            settle_wave: default_settle_wave(),
             width: WidthPolicy::Fixed,
             rerank_factor: default_rerank_factor(),
             poll_us: 0,
@@ -301,6 +321,13 @@ impl SearchParams {
                 "rerank_factor",
                 "a number in [0, 1e6] (0 reads every probed member)",
                 self.rerank_factor,
+            ));
+        }
+        if self.settle_wave == 0 {
+            return Err(Error::argument(
+                "settle_wave",
+                "at least 1",
+                self.settle_wave,
             ));
         }
         if !(self.refine_ratio > 0.0 && self.refine_ratio <= 1.0) {

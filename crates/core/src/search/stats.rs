@@ -58,6 +58,10 @@ pub struct QueryStats {
     pub filter_post: u64,
     #[serde(default)]
     pub filter_matches: u64,
+    /// Candidates a settled refinement put in the top k unread, their
+    /// estimates' bounds deciding it (issue #57, `search::settle`).
+    #[serde(default)]
+    pub settled: u64,
 }
 
 impl std::ops::AddAssign for QueryStats {
@@ -79,5 +83,6 @@ impl std::ops::AddAssign for QueryStats {
         self.filter_graph += o.filter_graph;
         self.filter_post += o.filter_post;
         self.filter_matches += o.filter_matches;
+        self.settled += o.settled;
     }
 }

@@ -24,10 +24,17 @@
 //! instead of following it; a candidate read early that is pushed out of
 //! the top ⌈σ·L⌉ later is counted in [`QueryStats::wasted`] (its exact
 //! distance still joins the result's pool, so recall can only rise).
+//!
+//! **Settled refinement** (issue #57 item 2): when the codes' estimates
+//! come with error bounds (extended RaBitQ), the refinement reads only the
+//! top ⌈σ·L⌉ candidates the bounds leave open, W at a time, best estimate
+//! first, until the top k is settled (`search::settle`); a candidate
+//! certainly in the top k is returned at its estimate, unread.
 
 use super::context::SearchContext;
 use super::expansion::visited_capacity;
 use super::query::PreparedQuery;
+use super::settle::{Bounded, Settle, Verdict};
 use super::strategy::Strategy;
 use super::{QueryState, QueryStats, Read};
 use crate::layout::NodeView;
@@ -47,6 +54,12 @@ pub struct TwoStage {
     /// Pipelined refinement: settled candidates' vectors are read during
     /// the search stage (module docs).
     pub pipelined: bool,
+    /// Results asked for: what a settled refinement settles.
+    pub k: usize,
+    /// Settle the refinement where the codes bound their estimates
+    /// (module docs), reading this many open candidates a wave; `None`
+    /// reads every target.
+    pub settle: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +104,16 @@ pub struct TwoStageSearch {
     /// The neighbours of the candidate expected next, whose codes are
     /// prefetched while this one is expanded (`prefetch_next`).
     ahead: Vec<u32>,
+    /// Settled refinement (module docs): the pool, its verdicts, the wave
+    /// to read, the k to settle, and whether a wave came back.
+    pool: Vec<Bounded>,
+    settle: Settle,
+    wave: Vec<usize>,
+    k: usize,
+    /// Reads a settled refinement's wave holds (`TwoStage::settle`).
+    may_settle: Option<usize>,
+    settling: bool,
+    resettle: bool,
 }
 
 impl TwoStageSearch {
@@ -118,6 +141,13 @@ impl TwoStageSearch {
             targets: Vec::new(),
             matches: CandidateList::new(p.complexity),
             ahead: Vec::new(),
+            pool: Vec::new(),
+            settle: Settle::default(),
+            wave: Vec::new(),
+            k: p.k,
+            may_settle: p.settle,
+            settling: false,
+            resettle: false,
         };
         s.start(ctx, p);
         s
@@ -140,6 +170,10 @@ impl TwoStageSearch {
         self.stage = Stage::Search;
         self.stats = QueryStats::default();
         self.corrupt = None;
+        self.k = p.k;
+        self.may_settle = p.settle;
+        self.settling = false;
+        self.resettle = false;
         self.start(ctx, p);
         self
     }
@@ -341,11 +375,18 @@ impl TwoStageSearch {
     }
 
     /// Starts the refinement stage: the top ⌈σ·L⌉ candidates without an
-    /// exact distance get one, from the node cache or a read of the vector.
+    /// exact distance get one, from the node cache or a read of the vector
+    /// — or, where the codes bound their estimates, only those the bounds
+    /// leave open (`settle_start`).
     fn refine_step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
         self.stage = Stage::Refine;
         let mut targets = std::mem::take(&mut self.targets);
         self.refine_targets(self.list.len(), &mut targets);
+        if self.may_settle.is_some() && !self.pipelined && self.settle_start(ctx, &targets) {
+            self.targets = targets;
+            self.settle_wave(ctx, reads);
+            return;
+        }
         for &id in &targets {
             self.refine_one(ctx, id, reads);
         }
@@ -359,6 +400,86 @@ impl TwoStageSearch {
         if self.vectors_pending.is_empty() {
             self.stage = Stage::Done;
         }
+    }
+
+    /// The settled refinement's pool: the targets at their estimates and
+    /// bounds, and every node whose exact distance the search has. False
+    /// when the codes give no bounds.
+    fn settle_start(&mut self, ctx: &SearchContext, targets: &[u32]) -> bool {
+        let n = targets.len();
+        let (mut est, mut err) = (vec![0f32; n], vec![0f32; n]);
+        if !ctx
+            .quantizer
+            .bounds_many(&self.table, targets, &mut est, &mut err)
+        {
+            return false;
+        }
+        self.settling = true;
+        self.pool.clear();
+        for ((&id, &est), &err) in targets.iter().zip(&est).zip(&err) {
+            if !self.exact_seen.contains(id) {
+                self.pool.push(Bounded {
+                    id,
+                    est,
+                    err,
+                    exact: None,
+                });
+            }
+        }
+        for &(d, id) in &self.exact {
+            self.pool.push(Bounded {
+                id,
+                est: d,
+                err: 0.0,
+                exact: Some(d),
+            });
+        }
+        true
+    }
+
+    /// One wave of the settled refinement: reads the best open candidates
+    /// (W of them), or ends the stage when none is open; a candidate in
+    /// the node cache is scored at once, and the wave goes on.
+    fn settle_wave(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
+        loop {
+            if self.settle.classify(&self.pool, self.k) {
+                self.settle_end();
+                return;
+            }
+            let wave = self.may_settle.unwrap_or(1);
+            self.settle.next_reads(&self.pool, wave, &mut self.wave);
+            let mut issued = false;
+            for w in 0..self.wave.len() {
+                let id = self.pool[self.wave[w]].id;
+                issued |= self.refine_one(ctx, id, reads);
+            }
+            self.sync_pool();
+            if issued {
+                return;
+            }
+        }
+    }
+
+    /// Copies the exact distances the pool's open candidates got.
+    fn sync_pool(&mut self) {
+        for &(d, id) in &self.exact {
+            if let Some(c) = self.pool.iter_mut().find(|c| c.id == id) {
+                c.exact = Some(d);
+            }
+        }
+    }
+
+    /// Ends a settled refinement: the candidates certainly in the top k
+    /// that were not read join the results at their estimates (each ranks
+    /// above every candidate certainly out: `search::settle`).
+    fn settle_end(&mut self) {
+        for (c, v) in self.pool.iter().zip(&self.settle.verdicts) {
+            if *v == Verdict::In && c.exact.is_none() {
+                self.exact.push((c.est, c.id));
+                self.stats.settled += 1;
+            }
+        }
+        self.stage = Stage::Done;
     }
 
     /// The k nearest nodes by exact distance (ties by id).
@@ -378,6 +499,10 @@ impl QueryState for TwoStageSearch {
     fn step(&mut self, ctx: &SearchContext, reads: &mut Vec<Read>) {
         if self.stage == Stage::Search && self.search_step(ctx, reads) {
             self.refine_step(ctx, reads);
+        } else if self.resettle {
+            self.resettle = false;
+            self.sync_pool();
+            self.settle_wave(ctx, reads);
         }
     }
 
@@ -389,7 +514,12 @@ impl QueryState for TwoStageSearch {
             self.vectors_pending.swap_remove(at);
             self.add_exact(id, ctx.layout.vector_slice(id, bytes));
             if self.stage == Stage::Refine && self.vectors_pending.is_empty() {
-                self.stage = Stage::Done;
+                match self.settling {
+                    // The wave is back: the next one goes out at the next
+                    // step (`wants_step`).
+                    true => self.resettle = true,
+                    false => self.stage = Stage::Done,
+                }
             }
             return;
         }
@@ -415,7 +545,7 @@ impl QueryState for TwoStageSearch {
     }
 
     fn wants_step(&self) -> bool {
-        self.more && self.stage == Stage::Search
+        (self.more && self.stage == Stage::Search) || self.resettle
     }
 
     fn stats(&mut self) -> &mut QueryStats {
@@ -504,6 +634,8 @@ mod tests {
             beam_width: 4,
             refine_ratio: 1.0,
             pipelined,
+            k: 10,
+            settle: Some(2),
         };
         let mut reader = index.take_reader(64).unwrap();
         let mut next = 0;

@@ -150,7 +150,7 @@ pub(crate) fn merge_into(
     };
     report.stages.push(("graph".into(), stats.seconds));
     let codebook = match base.plan.codes {
-        crate::plan::CodesPart::Pq => {
+        crate::plan::CodesPart::Pq | crate::plan::CodesPart::ExRabitq => {
             let path = dir.join(crate::plan::codes::PQ_FILE);
             Some(crate::quant::pq_file::read(&path, m.n, m.dim)?.0)
         }

@@ -19,6 +19,7 @@ mod engine_build_safety;
 mod engine_crash;
 mod engine_determinism;
 mod engine_duplicates;
+mod engine_exrabitq;
 mod engine_f16;
 mod engine_faults;
 mod engine_filtered;

@@ -6,8 +6,10 @@
 
 use super::{stopped_at, Build};
 use crate::error::Result;
+use crate::plan::codes::EXRABITQ_FILE;
 use crate::plan::codes::PQ_FILE;
 use crate::plan::CodesPart;
+use crate::quant::exrabitq::ExRabitQ;
 use crate::quant::pq::{PqCodebook, PqQuantizer, PqTrainParams};
 use crate::quant::pq_file;
 use crate::quant::record_codes::{RecordCodes, RECORD_CODES_FILE};
@@ -36,7 +38,7 @@ impl Codes {
 
 pub(super) fn train(b: &mut Build) -> Result<Codes> {
     match b.plan.codes {
-        CodesPart::Pq | CodesPart::IvfPq => train_pq(b),
+        CodesPart::Pq | CodesPart::IvfPq | CodesPart::ExRabitq => train_pq(b),
         CodesPart::Records => train_records(b),
         CodesPart::None => Ok(Codes::None),
     }
@@ -109,12 +111,24 @@ pub(super) fn write_records(b: &mut Build, codes: &Codes) -> Result<()> {
     }
 }
 
-/// The PQ codebook and codes (`codes.bin`), where the plan has them.
+/// The PQ codebook and codes (`codes.bin`), where the plan has them, and
+/// the extended-RaBitQ codes the search estimates with instead
+/// (`exrabitq.bin`), where it asks for them.
 pub(super) fn write_pq(b: &mut Build, codes: &Codes) -> Result<()> {
-    match codes {
-        Codes::Pq(codebook, pq) => {
-            b.write_file(PQ_FILE, |w| pq_file::write(w, codebook, &pq.codes))
-        }
-        _ => Ok(()),
+    if let Codes::Pq(codebook, pq) = codes {
+        b.write_file(PQ_FILE, |w| pq_file::write(w, codebook, &pq.codes))?;
     }
+    if b.plan.codes != CodesPart::ExRabitq {
+        return Ok(());
+    }
+    let bits = b.params.exrabitq_bits.expect("checked");
+    let t = Instant::now();
+    b.progress.stage("encode extended RaBitQ", 0);
+    let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
+    let ex = b
+        .pool
+        .install(|| ExRabitQ::train(data, dim, bits, metric, seed));
+    b.progress.finish();
+    b.nested += b.stage("exrabitq", t, 0.0);
+    b.write_file(EXRABITQ_FILE, |w| ex.write(w))
 }

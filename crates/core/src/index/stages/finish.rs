@@ -71,6 +71,7 @@ pub(super) fn commit(
         page_size: p.page_size,
         quantizer: match b.plan.codes {
             CodesPart::Records => format!("rabitq{} (in records)", p.code_dim.unwrap_or(0)),
+            CodesPart::ExRabitq => format!("exrabitq{}", p.exrabitq_bits.unwrap_or(0)),
             _ => format!("pq{}", p.pq_bytes),
         },
         medoid: graph.medoid,
