@@ -208,7 +208,11 @@ fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
             (Some(t), Some(pr)) => println!(
                 "  {:<9} {:>6} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
                 c.profile,
-                t.pq_bytes.map_or(String::new(), |m| format!("pq{m}")),
+                match (t.pq_bytes, t.exrabitq_bits) {
+                    (_, Some(b)) => format!("exrq{b}"),
+                    (Some(m), None) => format!("pq{m}"),
+                    (None, None) => String::new(),
+                },
                 t.complexity,
                 t.reads,
                 t.cpu_us,

@@ -38,6 +38,7 @@ pub mod matmat_i8;
 pub mod matvec;
 pub mod scalar;
 mod transposed;
+pub mod u4;
 
 pub use dispatch::{Kernels, Level};
 pub use f16_matrix::F16Matrix;

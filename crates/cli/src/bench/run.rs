@@ -104,6 +104,12 @@ pub fn build_or_reuse(
         .args(["--ivf-grouping", &params.ivf_grouping.to_string()])
         .args(["--ivf-closure", &params.ivf_closure.to_string()])
         .args(params.ivf_codes.then_some("--ivf-codes"))
+        .args(
+            params
+                .exrabitq_bits
+                .iter()
+                .flat_map(|b| ["--exrabitq-bits".to_string(), b.to_string()]),
+        )
         .args(["--ivf-sample-nprobe", &params.ivf_sample_nprobe.to_string()])
         .args(
             params

@@ -302,6 +302,13 @@ pub const ALL: &[Variant] = &[
     },
     GORGEOUS_PIPE,
     Variant {
+        name: "gorgeous-ex4",
+        about: "gorgeous estimating from 4-bit extended-RaBitQ codes, its refinement reading \
+                only the candidates their error bounds leave open (issue #57)",
+        build: &[("exrabitq_bits", "4")],
+        ..GORGEOUS
+    },
+    Variant {
         name: "laser-layout",
         about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
         search: &[("adaptive_beam", "false")],
@@ -639,8 +646,11 @@ impl Variant {
             .map_or(String::new(), |k| format!("-cache{k}"));
         // f16 indexes get their own directories.
         let store = p.store.map_or(String::new(), |s| format!("-{s}"));
+        let ex = p
+            .exrabitq_bits
+            .map_or(String::new(), |b| format!("-exrabitq{b}"));
         Ok(format!(
-            "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}",
+            "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}{ex}",
             self.profile, p.graph_degree, p.complexity
         ))
     }

@@ -91,9 +91,72 @@ pub struct AutoPlan {
     /// (`pq_sizes`); the build takes them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pq_bytes: Option<usize>,
+    /// The extended-RaBitQ bits its best trial had, where it estimated
+    /// from them (`code_choices`); the build takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exrabitq_bits: Option<usize>,
     pub why: String,
     /// Seconds the whole plan took (trials, probe).
     pub seconds: f64,
+}
+
+/// The codes a candidate is tried with: PQ of the bytes [`pq_sizes`]
+/// gives, and for a two-stage search (whose refinement settles from
+/// bounds, `search::settle`) extended RaBitQ at each of [`EXRABITQ_BITS`]
+/// whose codes take at most [`EXRABITQ_SHARE`] of a vector's share of the
+/// budget (the graph must fit beside them).
+fn code_choices(
+    profile: &str,
+    base: &BuildParams,
+    dim: usize,
+    budget: usize,
+    n: usize,
+) -> Vec<Codes> {
+    let mut out: Vec<Codes> = pq_sizes(profile, base, dim)
+        .into_iter()
+        .map(|pq| Codes { pq, exrabitq: None })
+        .collect();
+    let two_stage = crate::profile::plan(&base.with_profile(profile))
+        .is_ok_and(|p| p.search == crate::plan::SearchPart::TwoStage);
+    if !two_stage || base.exrabitq_bits.is_some() || dim < 2 {
+        return out;
+    }
+    let per_vector = budget as f64 / n.max(1) as f64;
+    for &bits in EXRABITQ_BITS {
+        let bytes = crate::quant::exrabitq::bytes_per_vector(dim, bits) as f64;
+        if bytes <= EXRABITQ_SHARE * per_vector {
+            out.push(Codes {
+                pq: None,
+                exrabitq: Some(bits),
+            });
+        }
+    }
+    out
+}
+
+/// Extended-RaBitQ widths the planner tries (four bits: the 99.9% bound
+/// settles most of the top 10 of wordnet-minilm unread; eight: tighter
+/// still where the budget holds them).
+pub const EXRABITQ_BITS: &[usize] = &[4, 8];
+
+/// The share of a vector's budget extended-RaBitQ codes may take.
+pub const EXRABITQ_SHARE: f64 = 0.75;
+
+/// One candidate's codes (`code_choices`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Codes {
+    pub pq: Option<usize>,
+    pub exrabitq: Option<usize>,
+}
+
+impl Codes {
+    fn name(&self, profile: &str) -> String {
+        match (self.pq, self.exrabitq) {
+            (_, Some(b)) => format!("{profile}-exrabitq{b}"),
+            (Some(m), None) => format!("{profile}-pq{m}"),
+            (None, None) => profile.to_string(),
+        }
+    }
 }
 
 /// PQ bytes a candidate is tried at: where the caller left them unset and
@@ -198,11 +261,11 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     let graph = sample_graph(&sample, input)?;
     let mut tried = Vec::new();
     for profile in crate::profile::planned() {
-        for pq in pq_sizes(profile, input.base, input.dim) {
-            let name = pq.map_or(profile.to_string(), |m| format!("{profile}-pq{m}"));
+        for codes in code_choices(profile, input.base, input.dim, budget as usize, n) {
+            let name = codes.name(profile);
             input.progress.stage(&format!("plan: try {name}"), 0);
             let dir = input.work.join(&name);
-            let t = trial::run(profile, pq, &dir, &setup, &graph);
+            let t = trial::run(profile, codes, &dir, &setup, &graph);
             input.progress.finish();
             let (trial, skipped) = match t {
                 Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
@@ -227,12 +290,13 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     let candidates = best_sizes(tried, &device, input.threads, setup.objective);
     let _ = std::fs::remove_dir_all(input.work);
     let (chosen, why) = predict::pick(&candidates, setup.objective, setup.target);
-    let pq_bytes = candidates
+    let best = candidates
         .iter()
         .find(|c| c.profile == chosen)
-        .and_then(|c| c.trial.as_ref()?.pq_bytes);
+        .and_then(|c| c.trial.as_ref());
     Ok(Some(AutoPlan {
-        pq_bytes,
+        pq_bytes: best.and_then(|t| t.pq_bytes),
+        exrabitq_bits: best.and_then(|t| t.exrabitq_bits),
         objective: setup.objective,
         target_recall: setup.target,
         sample: sample.len(),

@@ -129,9 +129,11 @@ pub fn pick(
             Objective::Throughput => format!("{:.0} QPS ({}-bound)", p.qps, p.bound),
             Objective::Latency => format!("p50 {:.0} µs", p.p50_us.unwrap_or(0.0)),
         };
-        let pq = t
-            .pq_bytes
-            .map_or(String::new(), |m| format!(" ({m} PQ bytes)"));
+        let pq = match (t.pq_bytes, t.exrabitq_bits) {
+            (_, Some(b)) => format!(" ({b}-bit extended RaBitQ)"),
+            (Some(m), None) => format!(" ({m} PQ bytes)"),
+            (None, None) => String::new(),
+        };
         format!(
             "{}{pq} {head} at L {:.0}, {:.1} reads and {:.0} µs CPU a query",
             c.profile, t.complexity, t.reads, t.cpu_us
@@ -155,6 +157,7 @@ mod tests {
     fn trial(reads: f64, cpu_us: f64, p50: Option<f64>) -> Trial {
         Trial {
             pq_bytes: None,
+            exrabitq_bits: None,
             complexity: 30.0,
             reads,
             cpu_us,

@@ -47,6 +47,10 @@ pub struct Trial {
     /// profile plans its own, or keeps no PQ codes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pq_bytes: Option<usize>,
+    /// The extended-RaBitQ bits tried, where the search estimated from
+    /// them instead of PQ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exrabitq_bits: Option<usize>,
     /// The list size where the recall crosses the target (interpolated).
     pub complexity: f64,
     pub reads: f64,
@@ -80,12 +84,12 @@ impl Progress for Quiet<'_> {
     }
 }
 
-/// Lays `profile`'s parts (with `pq_bytes` PQ bytes when given) over the
-/// sample's `graph` into `dir` and searches it; `None` when no list size
-/// tried reaches the target.
+/// Lays `profile`'s parts (with the `codes` given) over the sample's
+/// `graph` into `dir` and searches it; `None` when no list size tried
+/// reaches the target.
 pub fn run(
     profile: &str,
-    pq_bytes: Option<usize>,
+    codes: super::Codes,
     dir: &Path,
     s: &TrialSetup,
     graph: &(Graph, BuildStats),
@@ -95,10 +99,11 @@ pub fn run(
         memory_budget: Some(sample.budget as u64),
         ..s.base.with_profile(profile)
     };
-    if let Some(m) = pq_bytes {
+    if let Some(m) = codes.pq {
         params.pq_bytes = m;
         params.unset.pq_bytes = false;
     }
+    params.exrabitq_bits = codes.exrabitq.or(params.exrabitq_bits);
     let t = Instant::now();
     let rows = Vectors::f32(&sample.rows, sample.dim).expect("sample rows are whole vectors");
     let quiet = Quiet(s.progress);
@@ -123,7 +128,8 @@ pub fn run(
         }
     }
     Ok(at_target(&points, s.target).map(|mut t| {
-        t.pq_bytes = pq_bytes;
+        t.pq_bytes = codes.pq;
+        t.exrabitq_bits = codes.exrabitq;
         t.build_s = build_s;
         t.points = points;
         t
@@ -191,6 +197,7 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
     let lerp = |x: f64, y: f64| x + (y - x) * f;
     Some(Trial {
         pq_bytes: None,
+        exrabitq_bits: None,
         complexity: lerp(a.complexity as f64, b.complexity as f64),
         reads: lerp(a.reads, b.reads),
         cpu_us: lerp(a.cpu_us, b.cpu_us),

@@ -68,6 +68,13 @@ pub(super) fn resolve(
             ),
         );
     }
+    if let Some(b) = plan.as_ref().and_then(|p| p.exrabitq_bits) {
+        out.exrabitq_bits = Some(b);
+        chosen.insert(
+            "exrabitq_bits".into(),
+            format!("{b}: {profile}'s best on the planner's sample estimated from {b}-bit extended RaBitQ (auto_plan)"),
+        );
+    }
     Ok((out, plan, chosen))
 }
 

@@ -141,8 +141,8 @@ fn the_estimate_is_the_formula_on_the_decoded_vector() {
     let dim = 32;
     let base = gaussian(200, dim, 4);
     let queries = gaussian(5, dim, 5);
-    let q = ExRabitQ::train(&base, dim, 4, Metric::L2, 6);
-    let cb = code_bytes(dim, 4);
+    let q = ExRabitQ::train(&base, dim, 3, Metric::L2, 6);
+    let cb = code_bytes(dim, 3);
     let mut t = QueryTable::default();
     for qv in queries.chunks(dim) {
         q.prepare(qv, &mut t);
@@ -151,7 +151,7 @@ fn the_estimate_is_the_formula_on_the_decoded_vector() {
         let qr: Vec<f32> = q.rotation.chunks(dim).map(|r| dot(r, &qc) / qn).collect();
         for i in 0..q.len() {
             let code = &q.codes[i * cb..(i + 1) * cb];
-            let o: Vec<f32> = (0..dim).map(|j| level(code, 4, j) as f32 - 7.5).collect();
+            let o: Vec<f32> = (0..dim).map(|j| level(code, 3, j) as f32 - 3.5).collect();
             let on = dot(&o, &o).sqrt();
             let x = &base[i * dim..(i + 1) * dim];
             let xc: Vec<f32> = x.iter().zip(&q.centre).map(|(a, c)| a - c).collect();

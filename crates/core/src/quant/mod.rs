@@ -30,6 +30,9 @@ pub struct QueryTable {
     /// A float query's prepared form (extended RaBitQ: the rotated unit
     /// query), where the quantizer keeps one.
     pub floats: Vec<f32>,
+    /// A query rounded to bytes (extended RaBitQ at four bits: its even
+    /// elements, then its odd ones).
+    pub ints: Vec<i8>,
 }
 
 /// No codes in RAM: the quantizer of indexes whose records carry their
