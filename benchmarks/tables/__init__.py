@@ -13,10 +13,11 @@ The modules import `rounds` as a top-level module, so benchmarks/ must be
 on sys.path (bench.py and the tests put it there).
 """
 
-from . import (ab_plan, collection, filtered, filtered_graph, gorgeous, headline, laser, main, pipeann, planner,
-               starling, starling_scale, tiered, updates)
+from . import (ab_plan, collection, filtered, filtered_graph, gorgeous, headline, hnswlib_gap, laser, main, pipeann,
+               planner, starling, starling_scale, tiered, updates)
 
 RENDERERS = {"laser": laser, "gorgeous": gorgeous, "pipeann": pipeann, "tiered": tiered,
              "headline": headline, "main": main, "ab_plan": ab_plan,
              "collection": collection, "starling": starling, "starling_scale": starling_scale,
-             "updates": updates, "filtered": filtered, "filtered_graph": filtered_graph, "planner": planner}
+             "updates": updates, "filtered": filtered, "filtered_graph": filtered_graph, "planner": planner,
+             "hnswlib_gap": hnswlib_gap}

@@ -237,3 +237,20 @@ pub fn check_results(res: &BatchResult, base: &[f32], queries: &[f32], dim: usiz
         }
     }
 }
+
+/// The wordnet-minilm 20k set (`STRATAVEC_WORDNET_DIR`, with its ground
+/// truth), or `None` after reporting `test` skipped and how to make it.
+pub fn wordnet_dir(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("STRATAVEC_WORDNET_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.join("gt.ibin").is_file());
+    if dir.is_none() {
+        stratavec_testkit::skipped(
+            test,
+            stratavec_testkit::Need::Wordnet,
+            "no STRATAVEC_WORDNET_DIR: run `scripts/wordnet.sh 20k` and set it to the directory \
+             it prints (test.sh does both)",
+        );
+    }
+    dir
+}

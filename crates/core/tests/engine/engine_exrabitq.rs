@@ -97,13 +97,7 @@ fn settling_reads_less_at_the_same_recall() {
 
 #[test]
 fn settling_on_real_embeddings_at_a_fifth_of_the_memory() {
-    let Some(dir) = std::env::var_os("STRATAVEC_WORDNET_DIR").map(std::path::PathBuf::from) else {
-        stratavec_testkit::skipped(
-            "settling_on_real_embeddings_at_a_fifth_of_the_memory",
-            stratavec_testkit::Need::Wordnet,
-            "no STRATAVEC_WORDNET_DIR: run `scripts/wordnet.sh 20k` and set it to the directory \
-             it prints (test.sh does both)",
-        );
+    let Some(dir) = wordnet_dir("settling_on_real_embeddings_at_a_fifth_of_the_memory") else {
         return;
     };
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();

@@ -4,25 +4,15 @@
 //! `scripts/wordnet.sh 20k` and sets STRATAVEC_WORDNET_DIR; without it the
 //! test says how to make the data and passes without checking anything.
 
-use std::path::PathBuf;
 use stratavec::data::{recall, GroundTruth};
 use stratavec::progress::Silent;
 use stratavec::{build_from_file, BuildParams, Index, OpenOptions, SearchParams};
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(std::env::var_os("STRATAVEC_WORDNET_DIR")?);
-    dir.join("gt.ibin").is_file().then_some(dir)
-}
-
 #[test]
 fn wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less() {
-    let Some(dir) = data_dir() else {
-        stratavec_testkit::skipped(
-            "wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less",
-            stratavec_testkit::Need::Wordnet,
-            "no STRATAVEC_WORDNET_DIR: run `scripts/wordnet.sh 20k` and set it to the directory \
-             it prints (test.sh does both)",
-        );
+    let Some(dir) = crate::common::wordnet_dir(
+        "wordnet_20k_reaches_recall_counts_reads_exactly_and_starling_reads_less",
+    ) else {
         return;
     };
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();

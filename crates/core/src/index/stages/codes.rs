@@ -91,16 +91,29 @@ fn encode_with(b: &mut Build, codebook: PqCodebook) -> Result<Codes> {
 fn train_records(b: &mut Build) -> Result<Codes> {
     let code_dim = b.params.code_dim.expect("fitted");
     b.checkpoint("codes")?;
-    let t = Instant::now();
-    b.progress.stage("train record codes", 0);
     let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
-    let rc = b
-        .pool
-        .install(|| RecordCodes::train(data, dim, code_dim, metric, seed));
-    let (codes, factors) = b.pool.install(|| rc.encode_all(data, dim));
-    b.progress.finish();
-    b.nested += b.stage("codes", t, 0.0);
+    let (rc, (codes, factors)) = nested_stage(b, "train record codes", "codes", || {
+        let rc = RecordCodes::train(data, dim, code_dim, metric, seed);
+        let encoded = rc.encode_all(data, dim);
+        (rc, encoded)
+    });
     Ok(Codes::Records(rc, codes, factors))
+}
+
+/// Runs `work` on the build's threads as a stage nested in another
+/// (`name` in the report, `label` on the progress line).
+fn nested_stage<T: Send>(
+    b: &mut Build,
+    label: &str,
+    name: &str,
+    work: impl FnOnce() -> T + Send,
+) -> T {
+    let t = Instant::now();
+    b.progress.stage(label, 0);
+    let out = b.pool.install(work);
+    b.progress.finish();
+    b.nested += b.stage(name, t, 0.0);
+    out
 }
 
 /// The record codes' model (`rabitq.bin`), where the plan has them.
@@ -122,13 +135,9 @@ pub(super) fn write_pq(b: &mut Build, codes: &Codes) -> Result<()> {
         return Ok(());
     }
     let bits = b.params.exrabitq_bits.expect("checked");
-    let t = Instant::now();
-    b.progress.stage("encode extended RaBitQ", 0);
     let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
-    let ex = b
-        .pool
-        .install(|| ExRabitQ::train(data, dim, bits, metric, seed));
-    b.progress.finish();
-    b.nested += b.stage("exrabitq", t, 0.0);
+    let ex = nested_stage(b, "encode extended RaBitQ", "exrabitq", || {
+        ExRabitQ::train(data, dim, bits, metric, seed)
+    });
     b.write_file(EXRABITQ_FILE, |w| ex.write(w))
 }
