@@ -148,7 +148,7 @@ fn the_estimate_is_the_formula_on_the_decoded_vector() {
         q.prepare(qv, &mut t);
         let qc: Vec<f32> = qv.iter().zip(&q.centre).map(|(a, c)| a - c).collect();
         let qn = dot(&qc, &qc).sqrt();
-        let qr: Vec<f32> = q.rotation.chunks(dim).map(|r| dot(r, &qc) / qn).collect();
+        let qr: Vec<f32> = q.rotation.rows().map(|r| dot(r, &qc) / qn).collect();
         for i in 0..q.len() {
             let code = &q.codes[i * cb..(i + 1) * cb];
             let o: Vec<f32> = (0..dim).map(|j| level(code, 3, j) as f32 - 3.5).collect();
@@ -156,7 +156,7 @@ fn the_estimate_is_the_formula_on_the_decoded_vector() {
             let x = &base[i * dim..(i + 1) * dim];
             let xc: Vec<f32> = x.iter().zip(&q.centre).map(|(a, c)| a - c).collect();
             let xn = dot(&xc, &xc).sqrt();
-            let xr: Vec<f32> = q.rotation.chunks(dim).map(|r| dot(r, &xc) / xn).collect();
+            let xr: Vec<f32> = q.rotation.rows().map(|r| dot(r, &xc) / xn).collect();
             let ip = dot(&o, &qr) / on / (dot(&o, &xr) / on);
             let want = xn * xn + qn * qn - 2.0 * xn * qn * ip;
             let (got, _) = q.estimate_bound(&t, i as u32, EPSILON0);
