@@ -49,6 +49,7 @@ class BuildParams(TypedDict, total=False):
     ivf_grouping: str
     ivf_sample_nprobe: int
     ivf_codes: bool
+    exrabitq_bits: int
     label_aware: bool
     objective: str
     target_recall: float
@@ -73,6 +74,8 @@ class SearchParams(TypedDict, total=False):
     range_phi: float
     range_max_complexity: int
     pipelined: bool
+    settle: bool
+    settle_wave: int
     width: str
     rerank_factor: float
     adaptive_beam: bool
