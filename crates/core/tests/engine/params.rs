@@ -156,6 +156,7 @@ fn every_field_is_a_parameter_once() {
         entry_clusters: Some(1),
         ivf_clusters: Some(1),
         node_cache_rank: Some(stratavec::memory::cache_rank::CacheRank::Bfs),
+        exrabitq_bits: Some(4),
         ..BuildParams::default()
     };
     let search = SearchParams {
