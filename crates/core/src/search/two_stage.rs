@@ -107,6 +107,8 @@ pub struct TwoStageSearch {
     /// Settled refinement (module docs): the pool, its verdicts, the wave
     /// to read, the k to settle, and whether a wave came back.
     pool: Vec<Bounded>,
+    /// Scratch: the targets' estimates and bounds (`settle_start`).
+    bounds: (Vec<f32>, Vec<f32>),
     settle: Settle,
     wave: Vec<usize>,
     k: usize,
@@ -142,6 +144,7 @@ impl TwoStageSearch {
             matches: CandidateList::new(p.complexity),
             ahead: Vec::new(),
             pool: Vec::new(),
+            bounds: (Vec::new(), Vec::new()),
             settle: Settle::default(),
             wave: Vec::new(),
             k: p.k,
@@ -406,22 +409,26 @@ impl TwoStageSearch {
     /// bounds, and every node whose exact distance the search has. False
     /// when the codes give no bounds.
     fn settle_start(&mut self, ctx: &SearchContext, targets: &[u32]) -> bool {
-        let n = targets.len();
-        let (mut est, mut err) = (vec![0f32; n], vec![0f32; n]);
-        if !ctx
+        // Buffers kept across queries: a PQ index (no bounds) asks this of
+        // every query and must not pay an allocation for the answer.
+        let (mut est, mut err) = std::mem::take(&mut self.bounds);
+        est.resize(targets.len(), 0.0);
+        err.resize(targets.len(), 0.0);
+        let bounded = ctx
             .quantizer
-            .bounds_many(&self.table, targets, &mut est, &mut err)
-        {
+            .bounds_many(&self.table, targets, &mut est, &mut err);
+        if !bounded {
+            self.bounds = (est, err);
             return false;
         }
         self.settling = true;
         self.pool.clear();
-        for ((&id, &est), &err) in targets.iter().zip(&est).zip(&err) {
+        for ((&id, &e), &b) in targets.iter().zip(&est).zip(&err) {
             if !self.exact_seen.contains(id) {
                 self.pool.push(Bounded {
                     id,
-                    est,
-                    err,
+                    est: e,
+                    err: b,
                     exact: None,
                 });
             }
@@ -434,6 +441,7 @@ impl TwoStageSearch {
                 exact: Some(d),
             });
         }
+        self.bounds = (est, err);
         true
     }
 
