@@ -9,6 +9,7 @@
 //!   holds more of them (Starling §4.1: the gain of block search grows with
 //!   the records per block).
 
+use crate::util::elias_fano;
 use crate::util::packed::{or_bits, read_bits};
 
 /// Bits that hold every id (or any value) below `n`, at least 1.
@@ -31,6 +32,9 @@ pub struct NodeView<'a> {
     degree: usize,
     /// 32: plain u32 slots; less: packed.
     id_bits: u32,
+    /// Set for a list coded Elias–Fano (the graph cache's: `neighbors`
+    /// and `id_bits` are then unused).
+    coded: Option<elias_fano::Ids<'a>>,
 }
 
 impl<'a> NodeView<'a> {
@@ -50,6 +54,7 @@ impl<'a> NodeView<'a> {
             neighbors: &record[start..start + 4 * degree],
             degree,
             id_bits: 32,
+            coded: None,
         }
     }
 
@@ -76,6 +81,20 @@ impl<'a> NodeView<'a> {
             neighbors: &record[start..start + len],
             degree,
             id_bits,
+            coded: None,
+        }
+    }
+
+    /// A list alone coded Elias–Fano for ids below `n`
+    /// ([`elias_fano::encode`]); a list cut short yields no neighbours.
+    pub fn elias_fano(list: &'a [u8], n: usize) -> Self {
+        let coded = elias_fano::decode(list, n);
+        NodeView {
+            vector: &[],
+            neighbors: &[],
+            degree: coded.map_or(0, |c| c.len()),
+            id_bits: 32,
+            coded,
         }
     }
 
@@ -86,6 +105,7 @@ impl<'a> NodeView<'a> {
             neighbors: &[],
             degree: 0,
             id_bits: 32,
+            coded: None,
         }
     }
 
@@ -99,6 +119,7 @@ impl<'a> NodeView<'a> {
             next: 0,
             degree: self.degree,
             id_bits: self.id_bits,
+            coded: self.coded,
         }
     }
 }
@@ -109,6 +130,7 @@ pub struct Neighbors<'a> {
     next: usize,
     degree: usize,
     id_bits: u32,
+    coded: Option<elias_fano::Ids<'a>>,
 }
 
 impl Iterator for Neighbors<'_> {
@@ -116,6 +138,10 @@ impl Iterator for Neighbors<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<u32> {
+        if let Some(c) = &mut self.coded {
+            self.next += 1;
+            return c.next();
+        }
         if self.next == self.degree {
             return None;
         }
@@ -129,7 +155,7 @@ impl Iterator for Neighbors<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.degree - self.next;
+        let left = self.degree.saturating_sub(self.next);
         (left, Some(left))
     }
 }

@@ -136,7 +136,10 @@ fn list_in_ram<'a>(ctx: &SearchContext<'a>, id: u32) -> Option<NodeView<'a>> {
 }
 
 /// Appends the matching unvisited ids of `list` to `fresh` (marking them
-/// visited) until it holds `want`. A failing id is left unvisited: another
+/// visited) until it holds `want`. A list from the graph cache comes
+/// sorted by id (`util::elias_fano`), so where more match than are wanted
+/// the ones kept are any of them, not the nearest: ACORN-1 keeps its
+/// neighbours' lists whole, and `want` only caps the estimates. A failing id is left unvisited: another
 /// node may reach it as a neighbour and look through it.
 fn second_hop(
     ctx: &SearchContext,

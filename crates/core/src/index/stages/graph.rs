@@ -82,7 +82,7 @@ fn plan_pq_bytes(b: &Build, budget: usize, lists: &[Vec<u32>]) -> Option<PqPlan>
     let bits = crate::layout::record::id_bits(n);
     let list_bytes: usize = lists
         .iter()
-        .map(|l| crate::layout::record::packed_len(0, l.len(), bits))
+        .map(|l| crate::util::elias_fano::len(l.len(), n))
         .sum();
     let graph_bytes = adjacency_cache::resident_bytes_for(n, n, list_bytes);
     // What the open will hold besides: I/O buffers at the default reserve
