@@ -17,7 +17,7 @@
 //! (⌈(d + (u >> l) + 1)/8⌉ bytes; none for an empty list). Bytes past the
 //! end of the buffer read as zero.
 
-use super::packed::{or_bits, read_bits};
+use super::packed::{load_word, or_bits, read_bits};
 
 /// The low bits of a list of `d` ids below `u`.
 #[inline]
@@ -146,21 +146,6 @@ impl Iterator for Ids<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.d - self.i;
         (left, Some(left))
-    }
-}
-
-/// Eight bytes of `bytes` from `at`, little-endian; bytes past the end
-/// read as zero.
-#[inline]
-fn load_word(bytes: &[u8], at: usize) -> u64 {
-    match bytes.get(at..at + 8) {
-        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
-        None => {
-            let mut w = [0u8; 8];
-            let tail = bytes.get(at..).unwrap_or(&[]);
-            w[..tail.len()].copy_from_slice(tail);
-            u64::from_le_bytes(w)
-        }
     }
 }
 

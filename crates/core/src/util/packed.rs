@@ -10,8 +10,15 @@
 #[inline]
 pub fn read_bits(bytes: &[u8], i: usize, bits: u32) -> u32 {
     let bit = i * bits as usize;
-    let at = bit / 8;
-    let word = match bytes.get(at..at + 8) {
+    let word = load_word(bytes, bit / 8);
+    ((word >> (bit % 8)) & ((1u64 << bits) - 1)) as u32
+}
+
+/// Eight bytes of `bytes` from `at`, little-endian; bytes past the end
+/// read as zero.
+#[inline]
+pub fn load_word(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8) {
         Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
         None => {
             let mut w = [0u8; 8];
@@ -19,8 +26,7 @@ pub fn read_bits(bytes: &[u8], i: usize, bits: u32) -> u32 {
             w[..tail.len()].copy_from_slice(tail);
             u64::from_le_bytes(w)
         }
-    };
-    ((word >> (bit % 8)) & ((1u64 << bits) - 1)) as u32
+    }
 }
 
 /// ORs `v` (below 2^bits) into `bytes` as value `i`; its bits must still be
