@@ -113,6 +113,16 @@ impl<'a> NodeView<'a> {
         self.degree
     }
 
+    /// Appends the neighbour ids to `out` (as [`Self::neighbors`] gives
+    /// them; a coded list in one loop).
+    #[inline]
+    pub fn append_neighbors(&self, out: &mut Vec<u32>) {
+        match self.coded {
+            Some(c) => c.append_to(out),
+            None => out.extend(self.neighbors()),
+        }
+    }
+
     pub fn neighbors(&self) -> Neighbors<'a> {
         Neighbors {
             bytes: self.neighbors,

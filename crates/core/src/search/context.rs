@@ -43,13 +43,16 @@ impl SearchContext<'_> {
         fresh: &mut Vec<u32>,
     ) -> Option<String> {
         let mut corrupt = None;
-        // Branch-free: every id is written, and kept (the length advances)
-        // only if it was new. Whether a neighbour was seen is a coin flip to
-        // the branch predictor, and a mispredict per neighbour cost more
-        // than the store.
-        let mut len = fresh.len();
-        fresh.resize(len + node.degree(), 0);
-        for nb in node.neighbors() {
+        // The list is decoded whole first (a coded list in one loop), then
+        // filtered in place, branch-free: every id is written, and kept
+        // (the length advances) only if it was new. Whether a neighbour was
+        // seen is a coin flip to the branch predictor, and a mispredict per
+        // neighbour cost more than the store.
+        let start = fresh.len();
+        node.append_neighbors(fresh);
+        let mut len = start;
+        for j in start..fresh.len() {
+            let nb = fresh[j];
             if nb as usize >= self.n {
                 corrupt.get_or_insert_with(|| {
                     format!(

@@ -273,7 +273,7 @@ impl TwoStageSearch {
         };
         if let Some(list) = ctx.adjacency.get(c.id) {
             self.ahead.clear();
-            self.ahead.extend(list.neighbors());
+            list.append_neighbors(&mut self.ahead);
             ctx.quantizer.prefetch(&self.ahead);
         }
     }

@@ -81,11 +81,17 @@ pub fn decode(bytes: &[u8], u: usize) -> Option<Ids<'_>> {
     if bytes.len() < len(d, u) {
         return None;
     }
-    let (lo, hi) = (low_len(d, u), high_len(d, u));
+    // One division a list (`low_bits`), not one a length.
+    let l = low_bits(d, u);
+    let lo = (d * l as usize).div_ceil(8);
+    let hi = match d {
+        0 => 0,
+        _ => (d + (u >> l) + 1).div_ceil(8),
+    };
     Some(Ids {
         low: &bytes[2..2 + lo],
         high: &bytes[2 + lo..2 + lo + hi],
-        l: low_bits(d, u),
+        l,
         d,
         i: 0,
         word: 0,
@@ -112,6 +118,26 @@ pub struct Ids<'a> {
 impl Ids<'_> {
     pub fn len(&self) -> usize {
         self.d
+    }
+
+    /// Appends the ids not yet taken to `out`: the search's way to take a
+    /// whole list, one tight loop instead of a call an id.
+    pub fn append_to(mut self, out: &mut Vec<u32>) {
+        out.reserve(self.d - self.i);
+        let mask = (1u64 << self.l) - 1;
+        while self.i < self.d {
+            while self.word == 0 {
+                self.base = 8 * self.next_word;
+                self.word = load_word(self.high, self.next_word);
+                self.next_word += 8;
+            }
+            let at = self.base + self.word.trailing_zeros() as usize;
+            self.word &= self.word - 1;
+            let bit = self.i * self.l as usize;
+            let low = (load_word(self.low, bit / 8) >> (bit % 8)) & mask;
+            out.push((((at - self.i) as u64) << self.l | low) as u32);
+            self.i += 1;
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -171,6 +197,9 @@ mod tests {
             encode(&[], u, &mut out);
             let first = decode(&out[1..], u).expect("whole");
             prop_assert_eq!(first.len(), ids.len());
+            let mut appended = vec![7];
+            first.append_to(&mut appended);
+            prop_assert_eq!(&appended[1..], &ids[..]);
             prop_assert_eq!(first.collect::<Vec<_>>(), ids.clone());
             let second = decode(&out[1 + len(ids.len(), u)..], u).expect("whole");
             prop_assert_eq!(second.count(), 0);
