@@ -17,7 +17,7 @@
 //! (⌈(d + (u >> l) + 1)/8⌉ bytes; none for an empty list). Bytes past the
 //! end of the buffer read as zero.
 
-use super::packed::{load_word, or_bits, read_bits};
+use super::packed::{load_word, or_bits};
 
 /// The low bits of a list of `d` ids below `u`.
 #[inline]
@@ -124,20 +124,27 @@ impl Ids<'_> {
     /// whole list, one tight loop instead of a call an id.
     pub fn append_to(mut self, out: &mut Vec<u32>) {
         out.reserve(self.d - self.i);
-        let mask = (1u64 << self.l) - 1;
         while self.i < self.d {
-            while self.word == 0 {
-                self.base = 8 * self.next_word;
-                self.word = load_word(self.high, self.next_word);
-                self.next_word += 8;
-            }
-            let at = self.base + self.word.trailing_zeros() as usize;
-            self.word &= self.word - 1;
-            let bit = self.i * self.l as usize;
-            let low = (load_word(self.low, bit / 8) >> (bit % 8)) & mask;
-            out.push((((at - self.i) as u64) << self.l | low) as u32);
-            self.i += 1;
+            out.push(self.pop_next());
         }
+    }
+
+    /// The next id; there must be one (`i < d`). The high part is the
+    /// next set bit's position less the ids before it; the low part is
+    /// read from the running bit offset `i·l`.
+    #[inline(always)]
+    fn pop_next(&mut self) -> u32 {
+        while self.word == 0 {
+            self.base = 8 * self.next_word;
+            self.word = load_word(self.high, self.next_word);
+            self.next_word += 8;
+        }
+        let at = self.base + self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        let bit = self.i * self.l as usize;
+        let low = (load_word(self.low, bit / 8) >> (bit % 8)) & ((1u64 << self.l) - 1);
+        self.i += 1;
+        (((at - (self.i - 1)) as u64) << self.l | low) as u32
     }
 
     pub fn is_empty(&self) -> bool {
@@ -150,23 +157,10 @@ impl Iterator for Ids<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<u32> {
-        if self.i == self.d {
-            return None;
+        match self.i < self.d {
+            true => Some(self.pop_next()),
+            false => None,
         }
-        while self.word == 0 {
-            self.base = 8 * self.next_word;
-            self.word = load_word(self.high, self.next_word);
-            self.next_word += 8;
-        }
-        let at = self.base + self.word.trailing_zeros() as usize;
-        self.word &= self.word - 1;
-        let high = (at - self.i) as u32;
-        let low = match self.l {
-            0 => 0,
-            l => read_bits(self.low, self.i, l),
-        };
-        self.i += 1;
-        Some((high << self.l) | low)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
