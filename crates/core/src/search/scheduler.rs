@@ -167,8 +167,14 @@ impl<'a, S: QueryState> Worker<'a, S> {
     {
         let mut retired = false;
         let mut flushed = Instant::now();
+        // The clock is read only after a step: the time between flushes is
+        // the steps', and a place not stepped takes nanoseconds.
+        let mut stepped = false;
         for a in 0..self.active.len() {
-            if !self.queue.is_empty() && flushed.elapsed() >= FLUSH_AFTER {
+            if std::mem::take(&mut stepped)
+                && !self.queue.is_empty()
+                && flushed.elapsed() >= FLUSH_AFTER
+            {
                 self.push_queued();
                 if self.reader.submit()? > 0 {
                     self.stats.submits += 1;
@@ -194,6 +200,7 @@ impl<'a, S: QueryState> Worker<'a, S> {
             let Some(q) = entry else { continue };
             if q.dirty && q.error.is_none() {
                 q.dirty = false;
+                stepped = true;
                 self.reads.clear();
                 q.state.step(self.ctx, &mut self.reads);
                 for &r in &self.reads {

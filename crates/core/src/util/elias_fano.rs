@@ -31,18 +31,19 @@ pub fn low_bits(d: usize, u: usize) -> u32 {
 /// Bytes of a list of `d` ids below `u` (an empty list is its degree
 /// alone: no bitmap).
 pub fn len(d: usize, u: usize) -> usize {
-    2 + low_len(d, u) + high_len(d, u)
+    let (lo, hi) = parts(d, u, low_bits(d, u));
+    2 + lo + hi
 }
 
-fn low_len(d: usize, u: usize) -> usize {
-    (d * low_bits(d, u) as usize).div_ceil(8)
-}
-
-fn high_len(d: usize, u: usize) -> usize {
-    match d {
+/// Bytes of the low bits and of the bitmap of a list of `d` ids below `u`
+/// at `l` low bits.
+#[inline]
+fn parts(d: usize, u: usize, l: u32) -> (usize, usize) {
+    let hi = match d {
         0 => 0,
-        _ => (d + (u >> low_bits(d, u)) + 1).div_ceil(8),
-    }
+        _ => (d + (u >> l) + 1).div_ceil(8),
+    };
+    ((d * l as usize).div_ceil(8), hi)
 }
 
 /// Appends the list of `ids` (each below `u`, any order, no repeats) to
@@ -60,7 +61,7 @@ pub fn encode(ids: &[u32], u: usize, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + len(d, u), 0);
     out[start..start + 2].copy_from_slice(&(d as u16).to_le_bytes());
-    let (low, high) = out[start + 2..].split_at_mut(low_len(d, u));
+    let (low, high) = out[start + 2..].split_at_mut(parts(d, u, l).0);
     for (i, &v) in sorted.iter().enumerate() {
         assert!((v as usize) < u, "elias_fano: id {v} not below {u}");
         if i > 0 {
@@ -78,16 +79,13 @@ pub fn encode(ids: &[u32], u: usize, out: &mut Vec<u8>) {
 /// when `bytes` is shorter than the list its degree says.
 pub fn decode(bytes: &[u8], u: usize) -> Option<Ids<'_>> {
     let d = u16::from_le_bytes([*bytes.first()?, *bytes.get(1)?]) as usize;
-    if bytes.len() < len(d, u) {
+    // One division a list (`low_bits`), shared by the size check and the
+    // split.
+    let l = low_bits(d, u);
+    let (lo, hi) = parts(d, u, l);
+    if bytes.len() < 2 + lo + hi {
         return None;
     }
-    // One division a list (`low_bits`), not one a length.
-    let l = low_bits(d, u);
-    let lo = (d * l as usize).div_ceil(8);
-    let hi = match d {
-        0 => 0,
-        _ => (d + (u >> l) + 1).div_ceil(8),
-    };
     Some(Ids {
         low: &bytes[2..2 + lo],
         high: &bytes[2 + lo..2 + lo + hi],
