@@ -64,18 +64,71 @@ def table(path: str) -> list[str]:
             cells = [f"{name}{mark}{best_mark}", str(pq),
                      f"{p['qps']:,.0f} ({p.get('qps_min', p['qps']):,.0f}–{p.get('qps_max', p['qps']):,.0f}) "
                      f"· L={p['L']}", f"{p['reads_per_query']:.1f}"]
-        cells += [f"{pred:,.0f}" if pred else (c.get("skipped") or "—"),
-                  f"{pred / p['qps']:.2f}" if pred and p else "—",
+        bits = (c.get("trial") or {}).get("exrabitq_bits")
+        tried = f" ({bits}-bit ex-RaBitQ)" if bits else ""
+        cells += [f"{pred:,.0f}{tried}" if pred else (c.get("skipped") or "—"),
+                  f"{pred / p['qps']:.2f}" if pred and p and not bits else "—",
                   rounds.ratio_cell(auto_rows, rs, TARGET)]
         out.append("| " + " | ".join(cells) + " |")
     a = rounds.at_recall(rounds.collapse(auto_rows), TARGET)
     if a is not None:
-        pq = auto_rows[0].get("build_params", {}).get("pq_bytes", "—")
-        out += ["", f"auto ({plan.get('chosen')}, {pq} PQ bytes): {a['qps']:,.0f} QPS at L={a['L']}, "
+        out += ["", f"auto ({plan.get('chosen')}, {codes_of(auto_rows)}): {a['qps']:,.0f} QPS at L={a['L']}, "
                 f"{a['reads_per_query']:.1f} reads a query"
                 + (f"; against the best fixed profile ({best}): {rounds.ratio_cell(auto_rows, fixed[best], TARGET)} "
                    f"(target ≥ 0.95×)" if best else "") + "."]
     return out + [""]
+
+
+def codes_of(rows: list[dict]) -> str:
+    """The codes a build estimates from, in words: `4-bit extended RaBitQ`
+    or `64 PQ bytes` (from its rows' build parameters)."""
+    bp = (rows[0].get("build_params") or {}) if rows else {}
+    if bp.get("exrabitq_bits"):
+        return f"{bp['exrabitq_bits']}-bit extended RaBitQ"
+    return f"{bp.get('pq_bytes', '—')} PQ bytes"
+
+
+def build_cells(auto_rows: list[dict], fixed: dict, chosen: str | None) -> list[str]:
+    """auto's build seconds; over the same build without its plan (the
+    report's stages); over the chosen profile's own build in the run, at
+    its defaults (its codes may differ from the plan's)."""
+    if not auto_rows:
+        return ["—", "—", "—"]
+    b = auto_rows[0].get("build") or {}
+    total = rounds.num(b.get("total_s")) or rounds.num(auto_rows[0].get("build_s"))
+    plan = dict((st[0], st[1]) for st in b.get("stages", []) if len(st) == 2).get("auto plan")
+    if not total:
+        return ["—", "—", "—"]
+    alone = f"{total / (total - plan):.2f}×" if plan and total > plan else "—"
+    own = rounds.num((fixed.get(chosen) or [{}])[0].get("build_s")) if chosen else None
+    return [f"{total:,.0f} s", alone, f"{total / own:.2f}×" if own else "—"]
+
+
+def summary_row(path: str) -> str | None:
+    """One budget's line of the summary: auto's choice and QPS against the
+    best fixed profile's, and what its plan cost the build."""
+    rows = rounds.load(path)
+    run = next((r for r in rows if r.get("kind") == "run"), {})
+    per = rounds.searches(rows)
+    plan = plan_of(rows)
+    auto_rows = per.get("stratavec-auto", [])
+    if plan is None or not auto_rows:
+        return None
+    fixed = {s.replace("stratavec-", ""): rs for s, rs in per.items() if s != "stratavec-auto"}
+    at = {n: rounds.at_recall(rounds.collapse(rs), TARGET) for n, rs in fixed.items()}
+    reached = {n: p for n, p in at.items() if p is not None}
+    best = max(reached, key=lambda n: float(reached[n]["qps"])) if reached else None
+    a = rounds.at_recall(rounds.collapse(auto_rows), TARGET)
+    frac = run.get("memory_budget_bytes", 0) / max(1, 4 * run.get("n", 0) * run.get("d", 0))
+    chosen = plan.get("chosen")
+    cells = [f"{run.get('dataset')}", f"{100 * frac:.0f}% ({run.get('memory_budget_bytes', 0) / 1e6:.1f} MB)",
+             f"{chosen} ({codes_of(auto_rows)})",
+             f"{a['qps']:,.0f} · {a['reads_per_query']:.1f} reads" if a else "never",
+             f"{best} {reached[best]['qps']:,.0f}" if best else "—",
+             f"**{rounds.ratio_cell(auto_rows, fixed[best], TARGET)}**" if best else "—",
+             f"{plan.get('seconds', 0):.0f} s"]
+    cells += build_cells(auto_rows, fixed, chosen)
+    return "| " + " | ".join(cells) + " |"
 
 
 def render(results: str) -> str:
@@ -83,7 +136,17 @@ def render(results: str) -> str:
                    key=lambda f: (int(FILE.match(f).group(1)), float(FILE.match(f).group(2))))
     if not files:
         return f"_No rows: no `planner-*.jsonl` in {results}; `{RUN}` makes them._\n"
+    summary = [r for r in (summary_row(os.path.join(results, f)) for f in files) if r]
     lines = []
+    if summary:
+        lines += ["Every budget at a glance: what `auto` chose, its QPS at R@10 0.95 against the best "
+                  "fixed profile's in the same rounds (target ≥ 0.95×), and what its plan cost the "
+                  "build (target: the build ≤ 1.3× the chosen profile's alone; `÷ without plan` is "
+                  "the auto build over its own stages but the plan, `÷ fixed` over the chosen "
+                  "profile's build at its defaults in the same run).", "",
+                  "| data set | budget | auto chose | auto QPS | best fixed (QPS) | auto ÷ best fixed "
+                  "| plan | auto build | ÷ without plan | ÷ fixed |",
+                  "|---|---|---|---:|---|---:|---:|---:|---:|---:|"] + summary + [""]
     for f in files:
         lines += table(os.path.join(results, f))
     return "\n".join(lines).rstrip() + "\n"

@@ -45,5 +45,22 @@ def test_predictions_beside_the_measured_and_auto_against_the_best(tmp_path):
     assert "against the best fixed profile (starling): 1.00× (0.99–1.01)" in text, text
 
 
+def test_the_summary_gives_the_choice_the_ratio_and_the_plans_cost(tmp_path):
+    rs = rows()
+    for r in rs:
+        if r.get("system") == "stratavec-auto":
+            r["build"]["total_s"] = 120.0
+            r["build"]["stages"] = [["auto plan", 20.0], ["graph", 90.0]]
+            r["build_params"] = {"exrabitq_bits": 4, "pq_bytes": 128}
+        if r.get("system") == "stratavec-starling":
+            r["build_s"] = 96.0
+    (tmp_path / "planner-384-0.2.jsonl").write_text("\n".join(json.dumps(r) for r in rs) + "\n")
+    text = T.render(str(tmp_path))
+    line = ("| wordnet-minilm | 5% (9.0 MB) | starling (4-bit extended RaBitQ) | 2,000 · 10.0 reads "
+            "| starling 2,000 | **1.00× (0.99–1.01)** | 18 s | 120 s | 1.20× | 1.25× |")
+    assert line in text, text
+    assert "auto (starling, 4-bit extended RaBitQ)" in text, text
+
+
 def test_no_rows_names_the_run(tmp_path):
     assert T.RUN in T.render(str(tmp_path))

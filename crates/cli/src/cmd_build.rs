@@ -229,4 +229,12 @@ fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
         }
     }
     println!("chosen: {} ({})", p.chosen, p.why);
+    if !p.stages.is_empty() {
+        let parts: Vec<String> = p
+            .stages
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.1}s"))
+            .collect();
+        println!("plan: {:.1} s: {}", p.seconds, parts.join(", "));
+    }
 }

@@ -98,6 +98,10 @@ pub struct AutoPlan {
     pub why: String,
     /// Seconds the whole plan took (trials, probe).
     pub seconds: f64,
+    /// Where they went: the sample and its graph, the trials' builds and
+    /// searches (every composition tried), the device probe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<(String, f64)>,
 }
 
 /// The codes a candidate is tried with: PQ of the bytes [`pq_sizes`]
@@ -112,7 +116,7 @@ fn code_choices(
     budget: usize,
     n: usize,
 ) -> Vec<Codes> {
-    let mut out: Vec<Codes> = pq_sizes(profile, base, dim)
+    let mut out: Vec<Codes> = pq_sizes(profile, base, dim, budget / n.max(1))
         .into_iter()
         .map(|pq| Codes { pq, exrabitq: None })
         .collect();
@@ -121,10 +125,13 @@ fn code_choices(
     if !two_stage || base.exrabitq_bits.is_some() || dim < EXRABITQ_MIN_DIM {
         return out;
     }
-    let per_vector = budget as f64 / n.max(1) as f64;
-    for &bits in EXRABITQ_BITS {
-        let bytes = crate::quant::exrabitq::bytes_per_vector(dim, bits) as f64;
-        if bytes <= EXRABITQ_SHARE * per_vector {
+    let share = (EXRABITQ_SHARE * budget as f64 / n.max(1) as f64) as usize;
+    let widest = crate::quant::exrabitq::bits_within(dim, share);
+    let mut widths: Vec<usize> = EXRABITQ_BITS.iter().copied().chain(widest).collect();
+    widths.sort_unstable();
+    widths.dedup();
+    for bits in widths {
+        if crate::quant::exrabitq::bytes_per_vector(dim, bits) <= share {
             out.push(Codes {
                 pq: None,
                 exrabitq: Some(bits),
@@ -134,10 +141,12 @@ fn code_choices(
     out
 }
 
-/// Extended-RaBitQ widths the planner tries (four bits: the 99.9% bound
-/// settles most of the top 10 of wordnet-minilm unread; eight: tighter
-/// still where the budget holds them).
-pub const EXRABITQ_BITS: &[usize] = &[4, 8];
+/// Extended-RaBitQ widths the planner tries, with the widest whose codes
+/// fit the share: two bits (104 bytes a vector at 384-d, where a 10%
+/// budget has no room for four), four (the 99.9% bound settles most of the top 10 of
+/// wordnet-minilm unread), eight (tighter still where the budget holds
+/// them).
+pub const EXRABITQ_BITS: &[usize] = &[2, 4, 8];
 
 /// Dimensions below which extended RaBitQ is not tried: its bound scales
 /// as 1/√(D − 1) and its codes at four bits are half PQ's one byte a
@@ -169,10 +178,17 @@ impl Codes {
 /// PQ bytes a candidate is tried at: where the caller left them unset and
 /// the profile estimates from PQ codes without sizing them itself (only
 /// the profiles that cache the graph run `memory::pq_plan`), each of
-/// [`PQ_SIZES`] up to the dimension; else its own (`None`). At 5% of
+/// [`PQ_SIZES`] up to the dimension whose codes fit in a vector's share of
+/// the budget (`per_vector` bytes: codes that do not fit leave the search
+/// nothing in RAM to estimate from); else its own (`None`). At 5% of
 /// wordnet-minilm starling with the default 32 bytes read 61.5 a query
 /// at R@10 0.95 where 48 bytes read 36.6 (BENCHMARKS.md, the planner).
-fn pq_sizes(profile: &str, base: &BuildParams, dim: usize) -> Vec<Option<usize>> {
+fn pq_sizes(
+    profile: &str,
+    base: &BuildParams,
+    dim: usize,
+    per_vector: usize,
+) -> Vec<Option<usize>> {
     let params = base.with_profile(profile);
     let own = match crate::profile::plan(&params) {
         Ok(plan) => plan.codes != crate::plan::CodesPart::Pq || plan.holds(Part::Adjacency),
@@ -183,7 +199,7 @@ fn pq_sizes(profile: &str, base: &BuildParams, dim: usize) -> Vec<Option<usize>>
     }
     let sizes: Vec<Option<usize>> = PQ_SIZES
         .iter()
-        .filter(|&&m| m <= dim)
+        .filter(|&&m| m <= dim && m <= per_vector)
         .map(|&m| Some(m))
         .collect();
     match sizes.is_empty() {
@@ -248,6 +264,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     if n < sample::MIN_ROWS {
         return Ok(None);
     }
+    let mut stages = Stages::default();
     let sample = Sample::draw(
         input.data,
         input.dim,
@@ -263,17 +280,28 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         objective: input.base.objective,
         target: input.base.target_recall,
         progress: input.progress,
+        codebooks: Default::default(),
     };
     std::fs::create_dir_all(input.work).at("create", input.work)?;
     let graph = sample_graph(&sample, input)?;
+    stages.lap("sample and its graph");
     let mut tried = Vec::new();
+    let mut crossed: std::collections::HashMap<&str, f64> = Default::default();
+    let mut last: Option<f64> = None;
     for profile in crate::profile::planned() {
         for codes in code_choices(profile, input.base, input.dim, budget as usize, n) {
             let name = codes.name(profile);
             input.progress.stage(&format!("plan: try {name}"), 0);
             let dir = input.work.join(&name);
-            let t = trial::run(profile, codes, &dir, &setup, &graph);
+            // Where this profile last crossed the target, else any trial.
+            let hint = crossed.get(profile).copied().or(last);
+            let t = trial::run(profile, codes, &dir, &setup, &graph, hint);
             input.progress.finish();
+            if let Ok(Some(t)) = &t {
+                crossed.insert(profile, t.complexity);
+                last = Some(t.complexity);
+            }
+            stages.trial(t.as_ref().ok().and_then(|t| t.as_ref()));
             let (trial, skipped) = match t {
                 Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
                 Ok(Some(t)) => (Some(t), None),
@@ -289,11 +317,13 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
             tried.push((profile, dir, trial, skipped));
         }
     }
+    stages.trials_done();
     let pages = tried
         .iter()
         .find(|c| c.2.is_some())
         .map(|c| c.1.join(crate::layout::PAGES_FILE));
     let device = Device::probe(pages, input.threads, input.base.device_reads_per_s);
+    stages.lap("device probe");
     let candidates = best_sizes(tried, &device, input.threads, setup.objective);
     let _ = std::fs::remove_dir_all(input.work);
     let (chosen, why) = predict::pick(&candidates, setup.objective, setup.target);
@@ -314,5 +344,108 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         chosen,
         why,
         seconds: t.elapsed().as_secs_f64(),
+        stages: stages.done(),
     }))
+}
+
+/// The plan's time by stage ([`AutoPlan::stages`]).
+struct Stages {
+    lap: std::time::Instant,
+    out: Vec<(String, f64)>,
+    /// The trials' builds and searches so far (those that reached the
+    /// target; a trial that did not is counted in "other trials").
+    builds: f64,
+    searches: f64,
+}
+
+impl Default for Stages {
+    fn default() -> Self {
+        Stages {
+            lap: std::time::Instant::now(),
+            out: Vec::new(),
+            builds: 0.0,
+            searches: 0.0,
+        }
+    }
+}
+
+impl Stages {
+    /// Ends a stage named `name` now.
+    fn lap(&mut self, name: &str) {
+        let secs = self.lap.elapsed().as_secs_f64();
+        self.lap = std::time::Instant::now();
+        self.out.push((name.into(), secs));
+    }
+
+    /// Ends the trials: their builds, their searches, and the rest (the
+    /// trials that failed or never reached the target, opening indexes).
+    fn trials_done(&mut self) {
+        let secs = self.lap.elapsed().as_secs_f64();
+        self.lap = std::time::Instant::now();
+        self.out.push(("trial builds".into(), self.builds));
+        self.out.push(("trial searches".into(), self.searches));
+        let rest = (secs - self.builds - self.searches).max(0.0);
+        self.out.push(("trials otherwise".into(), rest));
+    }
+
+    fn trial(&mut self, t: Option<&Trial>) {
+        if let Some(t) = t {
+            self.builds += t.build_s;
+            self.searches += t.search_s;
+        }
+    }
+
+    fn done(self) -> Vec<(String, f64)> {
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Unset;
+
+    /// Every code a candidate is tried with fits a vector's share of the
+    /// budget: PQ bytes within it, extended-RaBitQ codes within
+    /// [`EXRABITQ_SHARE`] of it, the widest such width among them.
+    #[test]
+    fn every_code_tried_fits_the_budget() {
+        let base = BuildParams {
+            unset: Unset::all(),
+            ..BuildParams::for_profile(AUTO)
+        };
+        let n = 100_000;
+        for dim in [16, 96, 384, 768] {
+            for share in [0.02, 0.05, 0.1, 0.2, 0.4, 1.0] {
+                let budget = (share * (n * dim * 4) as f64) as usize;
+                let per_vector = budget / n;
+                for profile in crate::profile::planned() {
+                    let codes = code_choices(profile, &base, dim, budget, n);
+                    assert!(!codes.is_empty(), "{profile} at {dim}-d, {share}");
+                    let mut bits: Vec<usize> = Vec::new();
+                    for c in &codes {
+                        if let Some(m) = c.pq {
+                            assert!(
+                                m <= per_vector && m <= dim,
+                                "{profile} pq{m}, {per_vector} B"
+                            );
+                        }
+                        if let Some(b) = c.exrabitq {
+                            let bytes = crate::quant::exrabitq::bytes_per_vector(dim, b);
+                            let room = (EXRABITQ_SHARE * per_vector as f64) as usize;
+                            assert!(bytes <= room, "{profile} ex{b}: {bytes} B of {room}");
+                            assert!(dim >= EXRABITQ_MIN_DIM);
+                            bits.push(b);
+                        }
+                    }
+                    let room = (EXRABITQ_SHARE * per_vector as f64) as usize;
+                    let widest = crate::quant::exrabitq::bits_within(dim, room);
+                    if !bits.is_empty() {
+                        assert_eq!(bits.iter().max().copied(), widest, "{dim}-d at {share}");
+                        assert!(bits.windows(2).all(|w| w[0] < w[1]));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -163,6 +163,7 @@ mod tests {
             cpu_us,
             p50_us: p50,
             build_s: 1.0,
+            search_s: 1.0,
             points: Vec::new(),
         }
     }

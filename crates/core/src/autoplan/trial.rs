@@ -12,8 +12,11 @@ use crate::graph::{BuildStats, Graph};
 use crate::index::build::{build_over_graph, BuildParams};
 use crate::index::{Index, OpenOptions};
 use crate::progress::Progress;
+use crate::quant::pq::{PqCodebook, PqTrainParams};
 use crate::search::Switches;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -24,7 +27,7 @@ const LISTS: &[usize] = &[10, 12, 16, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200]
 /// A point is searched until this much CPU was spent, at least once (one
 /// pass of 200 queries takes a few milliseconds, below what
 /// `getrusage`'s ticks resolve).
-const MIN_PASS_CPU_S: f64 = 0.1;
+const MIN_PASS_CPU_S: f64 = 0.05;
 const MAX_PASSES: usize = 20;
 
 /// One list size's measurement.
@@ -59,6 +62,10 @@ pub struct Trial {
     pub p50_us: Option<f64>,
     /// Seconds its sample build took.
     pub build_s: f64,
+    /// Seconds its searches took (every list size tried), so a report
+    /// shows where the plan's time went.
+    #[serde(default)]
+    pub search_s: f64,
     pub points: Vec<Point>,
 }
 
@@ -72,6 +79,34 @@ pub struct TrialSetup<'a> {
     pub objective: Objective,
     pub target: f64,
     pub progress: &'a dyn Progress,
+    /// PQ codebooks trained on the sample, by PQ bytes: every profile
+    /// tried at a size shares one (four profiles are tried at each of
+    /// [`super::PQ_SIZES`], and training took most of a trial's build).
+    pub codebooks: RefCell<HashMap<usize, PqCodebook>>,
+}
+
+impl TrialSetup<'_> {
+    /// The sample's codebook at `params`' PQ bytes, trained the first time
+    /// one is asked for (as the build's codes stage would train it).
+    fn codebook(&self, params: &BuildParams, dir: &Path) -> Result<PqCodebook> {
+        let m = params.pq_bytes;
+        if let Some(cb) = self.codebooks.borrow().get(&m) {
+            return Ok(cb.clone());
+        }
+        let tp = PqTrainParams {
+            m,
+            sample: params.pq_sample,
+            iters: params.pq_iters,
+            seed: params.seed,
+        };
+        let pool = crate::index::build::thread_pool(self.threads, "plan")?;
+        let (rows, dim) = (&self.sample.rows, self.sample.dim);
+        let stop = || self.progress.cancelled();
+        let cb = pool.install(|| PqCodebook::train_until(rows, dim, &tp, &stop));
+        let cb = cb.ok_or_else(|| crate::index::interrupt::cancelled(dir))?;
+        self.codebooks.borrow_mut().insert(m, cb.clone());
+        Ok(cb)
+    }
 }
 
 /// Forwards only the caller's request to stop: a trial's stages are not
@@ -84,53 +119,99 @@ impl Progress for Quiet<'_> {
     }
 }
 
+/// Where a sweep starts: the largest list size in [`LISTS`] below `hint`
+/// (where a like trial crossed the target), else the first. The sweep
+/// then walks up until the target is reached or down until it is missed,
+/// so a trial measures two or three sizes instead of every size from the
+/// first (the plan's searches were about half its time).
+fn start(hint: Option<f64>) -> usize {
+    let Some(h) = hint else { return 0 };
+    LISTS.iter().rposition(|&l| (l as f64) < h).unwrap_or(0)
+}
+
+/// The points measured (by `measure`, at list sizes of [`LISTS`]) from
+/// where `hint` says ([`start`]): up while they miss `target`, down while
+/// they reach it, so the result holds the first size that reaches it and
+/// the one below; in order of size.
+fn sweep(
+    hint: Option<f64>,
+    target: f64,
+    mut measure: impl FnMut(usize) -> Result<Point>,
+) -> Result<Vec<Point>> {
+    let mut points: Vec<Point> = Vec::new();
+    let mut i = start(hint);
+    loop {
+        let p = measure(LISTS[i])?;
+        let reached = p.recall >= target;
+        points.push(p);
+        let seen = |j: usize| points.iter().any(|p| p.complexity == LISTS[j]);
+        i = match reached {
+            true if i > 0 && !seen(i - 1) => i - 1,
+            false if i + 1 < LISTS.len() && !seen(i + 1) => i + 1,
+            _ => break,
+        };
+    }
+    points.sort_by_key(|p| p.complexity);
+    Ok(points)
+}
+
 /// Lays `profile`'s parts (with the `codes` given) over the sample's
-/// `graph` into `dir` and searches it; `None` when no list size tried
-/// reaches the target.
+/// `graph` into `dir` and searches it from the list size `hint` suggests
+/// ([`start`]); `None` when no list size tried reaches the target.
 pub fn run(
     profile: &str,
     codes: super::Codes,
     dir: &Path,
     s: &TrialSetup,
     graph: &(Graph, BuildStats),
+    hint: Option<f64>,
 ) -> Result<Option<Trial>> {
     let sample = s.sample;
     let mut params = BuildParams {
         memory_budget: Some(sample.budget as u64),
         ..s.base.with_profile(profile)
     };
-    if let Some(m) = codes.pq {
-        params.pq_bytes = m;
-        params.unset.pq_bytes = false;
-    }
     params.exrabitq_bits = codes.exrabitq.or(params.exrabitq_bits);
     let t = Instant::now();
+    let codebook = match codes.pq {
+        Some(m) => {
+            params.pq_bytes = m;
+            params.unset.pq_bytes = false;
+            Some(s.codebook(&params, dir)?)
+        }
+        None => None,
+    };
     let rows = Vectors::f32(&sample.rows, sample.dim).expect("sample rows are whole vectors");
     let quiet = Quiet(s.progress);
-    build_over_graph(rows, dir, &params, s.threads, &quiet, graph.clone())?;
+    build_over_graph(
+        rows,
+        dir,
+        &params,
+        s.threads,
+        &quiet,
+        graph.clone(),
+        codebook,
+    )?;
     let build_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
     let opts = OpenOptions {
         memory_budget_bytes: Some(sample.budget as u64),
         reserve_threads: s.threads,
         ..Default::default()
     };
     let index = Index::open(dir, &opts)?;
-    let mut points: Vec<Point> = Vec::new();
-    for &l in LISTS {
+    let points = sweep(hint, s.target, |l| {
         if s.progress.cancelled() {
             return Err(crate::index::interrupt::cancelled(dir));
         }
-        let p = measure(&index, sample, l, s)?;
-        let reached = p.recall >= s.target;
-        points.push(p);
-        if reached {
-            break;
-        }
-    }
+        measure(&index, sample, l, s)
+    })?;
+    let search_s = t.elapsed().as_secs_f64();
     Ok(at_target(&points, s.target).map(|mut t| {
         t.pq_bytes = codes.pq;
         t.exrabitq_bits = codes.exrabitq;
         t.build_s = build_s;
+        t.search_s = search_s;
         t.points = points;
         t
     }))
@@ -206,6 +287,7 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
             _ => None,
         },
         build_s: 0.0,
+        search_s: 0.0,
         points: Vec::new(),
     })
 }
@@ -227,6 +309,47 @@ mod tests {
             cpu_us: reads * 10.0,
             p50_us: None,
         }
+    }
+
+    /// A recall curve rising with the list size; the sweep from any hint
+    /// measures what a sweep from the first size finds at the target.
+    #[test]
+    fn a_sweep_from_any_hint_finds_the_same_crossing() {
+        let curve = |l: usize| 1.0 - 3.0 / l as f64;
+        for target in [0.5, 0.8, 0.9, 0.95, 0.99, 0.999] {
+            let full = sweep(None, target, |l| Ok(point(l, curve(l), l as f64))).unwrap();
+            let want = at_target(&full, target);
+            for hint in [
+                None,
+                Some(5.0),
+                Some(11.0),
+                Some(30.0),
+                Some(75.0),
+                Some(500.0),
+            ] {
+                let mut n = 0;
+                let pts = sweep(hint, target, |l| {
+                    n += 1;
+                    Ok(point(l, curve(l), l as f64))
+                })
+                .unwrap();
+                assert!(pts.windows(2).all(|w| w[0].complexity < w[1].complexity));
+                assert_eq!(
+                    at_target(&pts, target),
+                    want,
+                    "target {target} hint {hint:?}"
+                );
+                assert!(n <= LISTS.len());
+            }
+        }
+        // A hint just below the crossing measures two sizes.
+        let mut n = 0;
+        sweep(Some(70.0), 0.95, |l| {
+            n += 1;
+            Ok(point(l, curve(l), 1.0))
+        })
+        .unwrap();
+        assert_eq!(n, 2);
     }
 
     #[test]

@@ -648,8 +648,10 @@ pub fn build_index_with(
 }
 
 /// [`build_index`] over a graph already built on `data` with `params`'
-/// graph parameters: the planner's trials (`autoplan`) lay out one sample
-/// graph in each profile's parts instead of building it again for each.
+/// graph parameters, and with the PQ `codebook` where one was trained on
+/// `data` at `params`' PQ bytes: the planner's trials (`autoplan`) lay out
+/// one sample graph in each profile's parts instead of building it again
+/// for each, and train each PQ size once for every profile tried at it.
 pub(crate) fn build_over_graph(
     data: Vectors<'_>,
     dir: &Path,
@@ -657,9 +659,11 @@ pub(crate) fn build_over_graph(
     threads: usize,
     progress: &dyn Progress,
     graph: (crate::graph::Graph, crate::graph::BuildStats),
+    codebook: Option<crate::quant::pq::PqCodebook>,
 ) -> Result<BuildReport> {
     let given = super::stages::Given {
         graph: Some(graph),
+        codebook,
         ..Default::default()
     };
     let attached = Attached::default();
