@@ -281,6 +281,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         target: input.base.target_recall,
         progress: input.progress,
         codebooks: Default::default(),
+        build_stages: Default::default(),
     };
     std::fs::create_dir_all(input.work).at("create", input.work)?;
     let graph = sample_graph(&sample, input)?;
@@ -317,7 +318,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
             tried.push((profile, dir, trial, skipped));
         }
     }
-    stages.trials_done();
+    stages.trials_done(&setup.build_stages.borrow());
     let pages = tried
         .iter()
         .find(|c| c.2.is_some())
@@ -377,12 +378,16 @@ impl Stages {
         self.out.push((name.into(), secs));
     }
 
-    /// Ends the trials: their builds, their searches, and the rest (the
-    /// trials that failed or never reached the target, opening indexes).
-    fn trials_done(&mut self) {
+    /// Ends the trials: their builds (and the builds' `stages` summed over
+    /// every trial), their searches, and the rest (the trials that failed
+    /// or never reached the target).
+    fn trials_done(&mut self, stages: &[(String, f64)]) {
         let secs = self.lap.elapsed().as_secs_f64();
         self.lap = std::time::Instant::now();
         self.out.push(("trial builds".into(), self.builds));
+        for (name, s) in stages {
+            self.out.push((format!("trial builds: {name}"), *s));
+        }
         self.out.push(("trial searches".into(), self.searches));
         let rest = (secs - self.builds - self.searches).max(0.0);
         self.out.push(("trials otherwise".into(), rest));
