@@ -3,6 +3,7 @@
 //! every vector; per query it prepares a table once and then estimates the distance
 //! of any id from it. Search code sees only this trait, never PQ centroids.
 
+mod eigen;
 /// Extended RaBitQ: B-bit codes with an error bound (issue #57 item 2).
 pub mod exrabitq;
 pub mod kmeans;

@@ -16,6 +16,7 @@
 //! deterministic for a seed whatever the number of threads: the parallel
 //! covariance sums fixed blocks of rows and adds the blocks in order.
 
+use super::eigen::sym_eigen;
 use crate::util::rng::Rng;
 use rayon::prelude::*;
 use std::io::{self, Read, Write};
@@ -312,10 +313,12 @@ fn sym_times_rows(a: &[f64], dim: usize, v: &[f64], out: &mut [f64]) {
 }
 
 /// Eigen-decomposition of the symmetric `n x n` matrix `a` (row-major; it
-/// is destroyed) by cyclic Jacobi rotations. Returns the eigenvalues in
-/// decreasing order and, when `want_vectors`, the matching eigenvectors as
-/// the rows of an `n x n` matrix (empty otherwise).
-pub(crate) fn sym_eigen(a: &mut [f64], n: usize, want_vectors: bool) -> (Vec<f64>, Vec<f64>) {
+/// is destroyed) by cyclic Jacobi rotations: the plain reference
+/// `quant::eigen`'s tests hold the decomposition to. Returns the
+/// eigenvalues in decreasing order and, when `want_vectors`, the matching
+/// eigenvectors as the rows of an `n x n` matrix (empty otherwise).
+#[cfg(test)]
+pub(crate) fn jacobi_eigen(a: &mut [f64], n: usize, want_vectors: bool) -> (Vec<f64>, Vec<f64>) {
     let mut v = if want_vectors {
         let mut v = vec![0f64; n * n];
         (0..n).for_each(|i| v[i * n + i] = 1.0);
@@ -607,7 +610,7 @@ mod tests {
             }
         }
         let orig = a.clone();
-        let (vals, vecs) = sym_eigen(&mut a, n, true);
+        let (vals, vecs) = jacobi_eigen(&mut a, n, true);
         assert!(vals.windows(2).all(|w| w[0] >= w[1]));
         for (l, v) in vals.iter().zip(vecs.chunks_exact(n)) {
             for i in 0..n {
