@@ -4,6 +4,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use stratavec::args::{Given, Params};
+use stratavec::autoplan::AUTO;
 use stratavec::data::{GroundTruth, Metric};
 use stratavec::{BuildParams, SearchParams};
 
@@ -449,7 +450,10 @@ impl<'s> Opening<'s> {
             build: self.build,
             graph_cache: open.graph_cache,
             node_cache: open.node_cache,
-            navigation_graph: variant.has_nav()? || open.entries,
+            // `auto`'s choice may hold a navigation graph or cluster
+            // entries (octopus, gorgeous, laser); an index that holds
+            // neither opens the same with the switch on.
+            navigation_graph: variant.has_nav()? || open.entries || variant.profile == AUTO,
             range: self.range,
             min_pass_s: a.min_pass_seconds,
             io: self.io,
