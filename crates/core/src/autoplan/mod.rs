@@ -354,7 +354,7 @@ struct Stages {
     lap: std::time::Instant,
     out: Vec<(String, f64)>,
     /// The trials' builds and searches so far (those that reached the
-    /// target; a trial that did not is counted in "other trials").
+    /// target; a trial that did not is counted in "trials otherwise").
     builds: f64,
     searches: f64,
 }
@@ -371,10 +371,17 @@ impl Default for Stages {
 }
 
 impl Stages {
+    /// Seconds since the last lap, starting the next.
+    fn take_lap(&mut self) -> f64 {
+        let now = std::time::Instant::now();
+        let secs = (now - self.lap).as_secs_f64();
+        self.lap = now;
+        secs
+    }
+
     /// Ends a stage named `name` now.
     fn lap(&mut self, name: &str) {
-        let secs = self.lap.elapsed().as_secs_f64();
-        self.lap = std::time::Instant::now();
+        let secs = self.take_lap();
         self.out.push((name.into(), secs));
     }
 
@@ -382,8 +389,7 @@ impl Stages {
     /// every trial), their searches, and the rest (the trials that failed
     /// or never reached the target).
     fn trials_done(&mut self, stages: &[(String, f64)]) {
-        let secs = self.lap.elapsed().as_secs_f64();
-        self.lap = std::time::Instant::now();
+        let secs = self.take_lap();
         self.out.push(("trial builds".into(), self.builds));
         for (name, s) in stages {
             self.out.push((format!("trial builds: {name}"), *s));

@@ -65,8 +65,8 @@ pub struct Trial {
     pub p50_us: Option<f64>,
     /// Seconds its sample build took.
     pub build_s: f64,
-    /// Seconds its searches took (every list size tried), so a report
-    /// shows where the plan's time went.
+    /// Seconds its index's open and searches took (every list size
+    /// tried), so a report shows where the plan's time went.
     #[serde(default)]
     pub search_s: f64,
     pub points: Vec<Point>,
