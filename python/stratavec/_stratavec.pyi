@@ -50,8 +50,10 @@ class BuildParams(TypedDict, total=False):
     ivf_sample_nprobe: int
     ivf_codes: bool
     exrabitq_bits: int
+    pipelined_refinement: bool
     label_aware: bool
     objective: str
+    plan_queries: str
     target_recall: float
     device_reads_per_s: float
 

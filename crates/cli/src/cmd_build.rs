@@ -206,13 +206,9 @@ fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
     for c in &p.candidates {
         match (&c.trial, &c.predicted) {
             (Some(t), Some(pr)) => println!(
-                "  {:<9} {:>6} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
+                "  {:<9} {:>10} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
                 c.profile,
-                match (t.pq_bytes, t.exrabitq_bits) {
-                    (_, Some(b)) => format!("exrq{b}"),
-                    (Some(m), None) => format!("pq{m}"),
-                    (None, None) => String::new(),
-                },
+                t.label(),
                 t.complexity,
                 t.reads,
                 t.cpu_us,

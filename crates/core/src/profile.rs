@@ -85,7 +85,7 @@ pub const PROFILES: &[Profile] = &[
         layout: Some(LayoutKind::Replicated),
         memory: &[Part::Nav, Part::Adjacency, Part::Nodes],
         node_cache: CacheRank::Bfs,
-        search: SearchPart::TwoStage,
+        search: SearchPart::TwoStage { pipelined: false },
         nav_sample: 0.005,
         planned: true,
     },
@@ -232,7 +232,12 @@ impl Profile {
             resident,
             node_cache: params.node_cache_rank.unwrap_or(self.node_cache),
             graph_cache: params.cache_rank,
-            search: self.search,
+            search: match self.search {
+                SearchPart::TwoStage { .. } => SearchPart::TwoStage {
+                    pipelined: params.pipelined_refinement,
+                },
+                search => search,
+            },
             ids: false,
             labels: false,
         }
@@ -242,6 +247,13 @@ impl Profile {
 /// The plan `params` build (`Profile::plan` of their profile).
 pub fn plan(params: &BuildParams) -> Result<Plan> {
     Ok(get(&params.profile)?.plan(params))
+}
+
+/// Whether the profile `params` build searches with the two-stage search
+/// (its refinement can settle from bounds and be pipelined); false for an
+/// unknown profile (`auto`).
+pub fn two_stage(params: &BuildParams) -> bool {
+    plan(params).is_ok_and(|p| matches!(p.search, SearchPart::TwoStage { .. }))
 }
 
 /// The first profile (the default first) whose records are laid out as

@@ -37,6 +37,8 @@ pub fn build_or_reuse(
             let (mut fitted, _) = stratavec::index::fit::fit(params, m.n, m.dim, dtype)?;
             // The planner's PQ bytes are chosen after the graph: any.
             fitted.unset.pq_bytes = params.unset.pq_bytes;
+            // So is the refinement the latency objective measures.
+            fitted.unset.pipelined_refinement = params.unset.pipelined_refinement;
             // `auto` built the profile it chose (and said so in `chosen`).
             if params.profile == stratavec::autoplan::AUTO && m.chosen.contains_key("profile") {
                 fitted = fitted.with_profile(&m.build.profile);

@@ -309,6 +309,14 @@ pub const ALL: &[Variant] = &[
         ..GORGEOUS
     },
     Variant {
+        name: "gorgeous-ex4-pipe",
+        about: "gorgeous-ex4 with the pipelined refinement (what `auto --objective latency` \
+                builds where its trial was faster, issue #57)",
+        build: &[("exrabitq_bits", "4")],
+        search: &[("pipelined", "true")],
+        ..GORGEOUS
+    },
+    Variant {
         name: "laser-layout",
         about: "the laser layout alone: no node cache, medoid entry, W reads a hop, hop barrier",
         search: &[("adaptive_beam", "false")],
@@ -649,8 +657,13 @@ impl Variant {
         let ex = p
             .exrabitq_bits
             .map_or(String::new(), |b| format!("-exrabitq{b}"));
+        // The planner's objective changes what `auto` builds.
+        let objective = match (self.profile, p.objective) {
+            (stratavec::autoplan::AUTO, stratavec::autoplan::Objective::Latency) => "-latency",
+            _ => "",
+        };
         Ok(format!(
-            "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}{ex}",
+            "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}{ex}{objective}",
             self.profile, p.graph_degree, p.complexity
         ))
     }
@@ -749,6 +762,8 @@ mod tests {
         }
         assert_eq!(name("gorgeous"), name("gorgeous-pipe"));
         assert_eq!(name("gorgeous"), name("gorgeous-pipe-sqpoll"));
+        // The planner builds for its objective.
+        assert_ne!(name("auto"), name("auto-latency"));
         assert_eq!(name("diskann"), name("diskann-sqpoll"));
         assert_eq!(name("pipeann"), name("pipeann-sqpoll"));
         for same in [

@@ -127,6 +127,7 @@ impl Given {
             pq_bytes: !self.has("pq_bytes"),
             page_size: !self.has("page_size"),
             complexity: !self.has("complexity"),
+            pipelined_refinement: !self.has("pipelined_refinement"),
         };
         Ok(p)
     }

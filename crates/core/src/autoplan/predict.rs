@@ -129,11 +129,14 @@ pub fn pick(
             Objective::Throughput => format!("{:.0} QPS ({}-bound)", p.qps, p.bound),
             Objective::Latency => format!("p50 {:.0} µs", p.p50_us.unwrap_or(0.0)),
         };
-        let pq = match (t.pq_bytes, t.exrabitq_bits) {
+        let mut pq = match (t.pq_bytes, t.exrabitq_bits) {
             (_, Some(b)) => format!(" ({b}-bit extended RaBitQ)"),
             (Some(m), None) => format!(" ({m} PQ bytes)"),
             (None, None) => String::new(),
         };
+        if t.pipelined {
+            pq.push_str(" with the pipelined refinement");
+        }
         format!(
             "{}{pq} {head} at L {:.0}, {:.1} reads and {:.0} µs CPU a query",
             c.profile, t.complexity, t.reads, t.cpu_us
@@ -158,6 +161,7 @@ mod tests {
         Trial {
             pq_bytes: None,
             exrabitq_bits: None,
+            pipelined: false,
             complexity: 30.0,
             reads,
             cpu_us,

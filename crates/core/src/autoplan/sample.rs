@@ -45,7 +45,9 @@ pub struct Sample {
 
 impl Sample {
     /// Draws the sample of `data` (`n` rows of `dim`, at least
-    /// [`MIN_ROWS`]) for a full budget of `budget` bytes.
+    /// [`MIN_ROWS`]) for a full budget of `budget` bytes, its queries
+    /// [`QUERIES`] of `given` (spread over them) where the caller has
+    /// queries, else as many rows held out of the data.
     pub fn draw(
         data: &[f32],
         dim: usize,
@@ -53,21 +55,35 @@ impl Sample {
         budget: usize,
         threads: usize,
         seed: u64,
+        given: Option<&[f32]>,
     ) -> Sample {
         let n = data.len() / dim;
         assert!(n >= MIN_ROWS, "the planner samples {MIN_ROWS} rows or more");
+        let held = match given {
+            Some(_) => 0,
+            None => QUERIES,
+        };
         let size = ((n as f64 * SAMPLE_SHARE) as usize)
             .clamp(MIN_SAMPLE, MAX_SAMPLE)
-            .min(n - QUERIES);
+            .min(n - held);
         let mut rng = Rng::new(seed ^ 0x4155_544F);
-        let picked = rng.sample(n, size + QUERIES);
-        let gather = |ids: &[usize]| -> Vec<f32> {
+        let picked = rng.sample(n, size + held);
+        let gather = |rows: &[f32], ids: &[usize]| -> Vec<f32> {
             ids.iter()
-                .flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied())
+                .flat_map(|&i| rows[i * dim..(i + 1) * dim].iter().copied())
                 .collect()
         };
-        let rows = gather(&picked[..size]);
-        let queries = gather(&picked[size..]);
+        let rows = gather(data, &picked[..size]);
+        let queries = match given {
+            Some(q) => {
+                let nq = q.len() / dim;
+                let spread: Vec<usize> = (0..nq.min(QUERIES))
+                    .map(|i| i * nq / nq.min(QUERIES))
+                    .collect();
+                gather(q, &spread)
+            }
+            None => gather(data, &picked[size..]),
+        };
         let exact = crate::memory::pq_plan::exact_top10(&rows, &queries, dim, metric);
         let fixed = fixed_bytes(dim, threads);
         let share = size as f64 / n as f64;
@@ -110,7 +126,7 @@ mod tests {
         let (n, dim) = (6_000, 8);
         let mut rng = Rng::new(3);
         let data: Vec<f32> = (0..n * dim).map(|_| rng.normal()).collect();
-        let s = Sample::draw(&data, dim, Metric::L2, 10_000_000, 2, 1);
+        let s = Sample::draw(&data, dim, Metric::L2, 10_000_000, 2, 1, None);
         assert_eq!(s.len(), MIN_SAMPLE);
         assert_eq!(s.queries.len(), QUERIES * dim);
         // No query is a sampled row.

@@ -57,6 +57,10 @@ pub struct Trial {
     /// them instead of PQ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exrabitq_bits: Option<usize>,
+    /// Searched with the pipelined refinement (a two-stage profile tried
+    /// for the latency objective, `super::refinements`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipelined: bool,
     /// The list size where the recall crosses the target (interpolated).
     pub complexity: f64,
     pub reads: f64,
@@ -65,11 +69,27 @@ pub struct Trial {
     pub p50_us: Option<f64>,
     /// Seconds its sample build took.
     pub build_s: f64,
-    /// Seconds its index's open and searches took (every list size
-    /// tried), so a report shows where the plan's time went.
+    /// Seconds its searches took (every list size tried), so a report
+    /// shows where the plan's time went.
     #[serde(default)]
     pub search_s: f64,
     pub points: Vec<Point>,
+}
+
+impl Trial {
+    /// Its codes and refinement in a few characters (`pq96`, `exrq4`,
+    /// `exrq4+pipe`), for a report's table.
+    pub fn label(&self) -> String {
+        let codes = match (self.pq_bytes, self.exrabitq_bits) {
+            (_, Some(b)) => format!("exrq{b}"),
+            (Some(m), None) => format!("pq{m}"),
+            (None, None) => String::new(),
+        };
+        match self.pipelined {
+            true => format!("{codes}+pipe"),
+            false => codes,
+        }
+    }
 }
 
 /// What every trial shares.
@@ -135,35 +155,36 @@ impl Progress for Quiet<'_> {
     }
 }
 
-/// Where a sweep starts: the largest list size in [`LISTS`] below `hint`
+/// Where a sweep over `lists` starts: the largest list size below `hint`
 /// (where a like trial crossed the target), else the first. The sweep
 /// then walks up until the target is reached or down until it is missed,
 /// so a trial measures two or three sizes instead of every size from the
 /// first (the plan's searches were about half its time).
-fn start(hint: Option<f64>) -> usize {
+fn start(lists: &[usize], hint: Option<f64>) -> usize {
     let Some(h) = hint else { return 0 };
-    LISTS.iter().rposition(|&l| (l as f64) < h).unwrap_or(0)
+    lists.iter().rposition(|&l| (l as f64) < h).unwrap_or(0)
 }
 
-/// The points measured (by `measure`, at list sizes of [`LISTS`]) from
-/// where `hint` says ([`start`]): up while they miss `target`, down while
-/// they reach it, so the result holds the first size that reaches it and
-/// the one below; in order of size.
-fn sweep(
+/// The points measured (by `measure`, at list sizes of `lists`, a trial's
+/// [`LISTS`]) from where `hint` says ([`start`]): up while they miss
+/// `target`, down while they reach it, so the result holds the first size
+/// that reaches it and the one below; in order of size.
+pub(crate) fn sweep(
+    lists: &[usize],
     hint: Option<f64>,
     target: f64,
     mut measure: impl FnMut(usize) -> Result<Point>,
 ) -> Result<Vec<Point>> {
     let mut points: Vec<Point> = Vec::new();
-    let mut i = start(hint);
+    let mut i = start(lists, hint);
     loop {
-        let p = measure(LISTS[i])?;
+        let p = measure(lists[i])?;
         let reached = p.recall >= target;
         points.push(p);
-        let seen = |j: usize| points.iter().any(|p| p.complexity == LISTS[j]);
+        let seen = |j: usize| points.iter().any(|p| p.complexity == lists[j]);
         i = match reached {
             true if i > 0 && !seen(i - 1) => i - 1,
-            false if i + 1 < LISTS.len() && !seen(i + 1) => i + 1,
+            false if i + 1 < lists.len() && !seen(i + 1) => i + 1,
             _ => break,
         };
     }
@@ -172,22 +193,29 @@ fn sweep(
 }
 
 /// Lays `profile`'s parts (with the `codes` given) over the sample's
-/// `graph` into `dir` and searches it from the list size `hint` suggests
-/// ([`start`]); `None` when no list size tried reaches the target.
+/// `graph` into `dir` and searches it once a refinement of `pipelined`
+/// (the profile's own search, or with the pipelined refinement), each from
+/// the list size `hint` suggests ([`start`]): a trial each, `None` where
+/// no list size tried reaches the target. One build serves every search.
 pub fn run(
     profile: &str,
     codes: super::Codes,
+    pipelined: &[bool],
     dir: &Path,
     s: &TrialSetup,
     graph: &(Graph, BuildStats),
     hint: Option<f64>,
-) -> Result<Option<Trial>> {
+) -> Result<Vec<Option<Trial>>> {
     let sample = s.sample;
     let mut params = BuildParams {
         memory_budget: Some(sample.budget as u64),
         ..s.base.with_profile(profile)
     };
     params.exrabitq_bits = codes.exrabitq.or(params.exrabitq_bits);
+    // Each search asks for its refinement itself (`measure`); the build
+    // does not measure it (`index::stages::refinement`).
+    params.pipelined_refinement = false;
+    params.unset.pipelined_refinement = false;
     let t = Instant::now();
     // A search on extended-RaBitQ codes keeps no PQ codes in RAM; the
     // build still trains PQ (its placement estimates by it), so give it
@@ -220,34 +248,50 @@ pub fn run(
         s.add_stage(name, *secs);
     }
     let build_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
     let opts = OpenOptions {
         memory_budget_bytes: Some(sample.budget as u64),
         reserve_threads: s.threads,
         ..Default::default()
     };
     let index = Index::open(dir, &opts)?;
-    let points = sweep(hint, s.target, |l| {
-        if s.progress.cancelled() {
-            return Err(crate::index::interrupt::cancelled(dir));
-        }
-        measure(&index, sample, l, s)
-    })?;
-    let search_s = t.elapsed().as_secs_f64();
-    Ok(at_target(&points, s.target).map(|mut t| {
-        t.pq_bytes = codes.pq;
-        t.exrabitq_bits = codes.exrabitq;
-        t.build_s = build_s;
-        t.search_s = search_s;
-        t.points = points;
-        t
-    }))
+    let mut out = Vec::new();
+    for &pipe in pipelined {
+        let t = Instant::now();
+        let points = sweep(LISTS, hint, s.target, |l| {
+            if s.progress.cancelled() {
+                return Err(crate::index::interrupt::cancelled(dir));
+            }
+            measure(&index, sample, l, pipe, s)
+        })?;
+        let search_s = t.elapsed().as_secs_f64();
+        out.push(at_target(&points, s.target).map(|mut t| {
+            t.pq_bytes = codes.pq;
+            t.exrabitq_bits = codes.exrabitq;
+            t.pipelined = pipe;
+            t.build_s = build_s;
+            t.search_s = search_s;
+            t.points = points;
+            t
+        }));
+    }
+    Ok(out)
 }
 
-/// Searches the sample's queries at list size `l`: throughput at the
-/// caller's threads, and one query at a time for the latency objective.
-fn measure(index: &Index, sample: &Sample, l: usize, s: &TrialSetup) -> Result<Point> {
-    let mut params = index.search_defaults(&Switches::default());
+/// Searches the sample's queries at list size `l` (with the pipelined
+/// refinement when `pipelined`): throughput at the caller's threads, and
+/// one query at a time for the latency objective.
+fn measure(
+    index: &Index,
+    sample: &Sample,
+    l: usize,
+    pipelined: bool,
+    s: &TrialSetup,
+) -> Result<Point> {
+    let switches = Switches {
+        pipelined: pipelined.then_some(true),
+        ..Default::default()
+    };
+    let mut params = index.search_defaults(&switches);
     params.k = K;
     params.complexity = l.max(K);
     params.threads = s.threads;
@@ -307,6 +351,7 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
     Some(Trial {
         pq_bytes: None,
         exrabitq_bits: None,
+        pipelined: false,
         complexity: lerp(a.complexity as f64, b.complexity as f64),
         reads: lerp(a.reads, b.reads),
         cpu_us: lerp(a.cpu_us, b.cpu_us),
@@ -345,7 +390,7 @@ mod tests {
     fn a_sweep_from_any_hint_finds_the_same_crossing() {
         let curve = |l: usize| 1.0 - 3.0 / l as f64;
         for target in [0.5, 0.8, 0.9, 0.95, 0.99, 0.999] {
-            let full = sweep(None, target, |l| Ok(point(l, curve(l), l as f64))).unwrap();
+            let full = sweep(LISTS, None, target, |l| Ok(point(l, curve(l), l as f64))).unwrap();
             let want = at_target(&full, target);
             for hint in [
                 None,
@@ -356,7 +401,7 @@ mod tests {
                 Some(500.0),
             ] {
                 let mut n = 0;
-                let pts = sweep(hint, target, |l| {
+                let pts = sweep(LISTS, hint, target, |l| {
                     n += 1;
                     Ok(point(l, curve(l), l as f64))
                 })
@@ -372,7 +417,7 @@ mod tests {
         }
         // A hint just below the crossing measures two sizes.
         let mut n = 0;
-        sweep(Some(70.0), 0.95, |l| {
+        sweep(LISTS, Some(70.0), 0.95, |l| {
             n += 1;
             Ok(point(l, curve(l), 1.0))
         })

@@ -258,6 +258,15 @@ pub struct BuildParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long)]
     pub exrabitq_bits: Option<usize>,
+    /// Two-stage profiles (gorgeous): the index searches with the
+    /// pipelined refinement by default (the settled candidates' vectors
+    /// read while the search stage goes on, issue #22's composition): the
+    /// lower latency at one query a thread, usually more reads a query.
+    /// `--profile auto --objective latency` sets it where its trial was
+    /// faster. A search's `--pipelined` still overrides it. Default: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub pipelined_refinement: bool,
     /// A label-aware graph (needs labels): a closer neighbour occludes an
     /// edge only if it carries every label the edge's two ends share
     /// (FilteredVamana's pruning, Filtered-DiskANN §3.3), so each label's
@@ -272,6 +281,16 @@ pub struct BuildParams {
     #[serde(default)]
     #[arg(long)]
     pub objective: crate::autoplan::Objective,
+    /// With --profile auto: queries to plan with (a vector file of the
+    /// data's dimension, e.g. a sample of the query log): the trials search
+    /// with up to 200 of them instead of rows held out of the data.
+    /// Queries unlike the rows (questions against passages, example
+    /// sentences against glosses) need longer lists than held-out rows, and
+    /// which composition answers them best can change with that (issue
+    /// #57). Default: rows held out of the data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
+    pub plan_queries: Option<std::path::PathBuf>,
     /// With --profile auto: the recall@10 the planner compares the
     /// profiles at, on held-out sample queries. Default: 0.95.
     #[serde(default = "default_target_recall")]
@@ -389,6 +408,19 @@ impl BuildParams {
         // Parameters `other` leaves to the build: whatever it chose (the
         // planner's PQ bytes for this budget, the page size that fits).
         let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
+        // The refinement the latency objective measured (`stages::refinement`).
+        let measured = other.unset.pipelined_refinement
+            && other.objective == crate::autoplan::Objective::Latency;
+        if measured && self.pipelined_refinement != other.pipelined_refinement {
+            return self.builds_same_index(&BuildParams {
+                pipelined_refinement: self.pipelined_refinement,
+                unset: Unset {
+                    pipelined_refinement: false,
+                    ..other.unset
+                },
+                ..other.clone()
+            });
+        }
         if planned_pq || other.unset.page_size {
             let fitted = BuildParams {
                 pq_bytes: if planned_pq {
@@ -496,6 +528,8 @@ impl Default for BuildParams {
             ivf_codes: false,
             exrabitq_bits: None,
             label_aware: false,
+            pipelined_refinement: false,
+            plan_queries: None,
             objective: Default::default(),
             target_recall: default_target_recall(),
             device_reads_per_s: None,
@@ -714,6 +748,7 @@ fn build_given(
     let params = &auto_params;
     // Every check that the parameters can work runs here, before any work.
     let pq_unset = params.unset.pq_bytes;
+    let refinement_unset = params.unset.pipelined_refinement;
     let (params, fitted) = fit(params, n, dim, data_dtype)?;
     chosen.extend(fitted);
     check_params(&params, n, dim, data_dtype)?;
@@ -756,6 +791,8 @@ fn build_given(
     let aware = labels.filter(|_| params.label_aware).map(|l| l.sets);
     let space = crate::graph::BuildSpace::new(&f32_data, dim, params.metric).with_labels(aware);
     let build = Build {
+        measure_refinement: params.objective == crate::autoplan::Objective::Latency
+            && refinement_unset,
         space,
         params,
         plan,

@@ -75,6 +75,17 @@ pub(super) fn resolve(
             format!("{b}: {profile}'s best on the planner's sample estimated from {b}-bit extended RaBitQ (auto_plan)"),
         );
     }
+    // The pipelined refinement where the plan chose it; a caller's ask for
+    // it holds only where the chosen profile has a refinement to pipeline.
+    let two_stage = crate::profile::two_stage(&out);
+    let planned = plan.as_ref().is_some_and(|p| p.pipelined);
+    out.pipelined_refinement = two_stage && (planned || params.pipelined_refinement);
+    if planned {
+        chosen.insert(
+            "pipelined_refinement".into(),
+            format!("true: {profile}'s best on the planner's sample at one query a thread searched with it (auto_plan)"),
+        );
+    }
     Ok((out, plan, chosen))
 }
 

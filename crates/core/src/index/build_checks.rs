@@ -114,6 +114,13 @@ pub(crate) fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) 
             );
         }
     }
+    if p.pipelined_refinement && !crate::profile::two_stage(p) {
+        return arg(
+            "pipelined_refinement",
+            "false on a profile without the two-stage search (only gorgeous refines)",
+            &p.pipelined_refinement,
+        );
+    }
     if ![4096, 8192, 16384].contains(&p.page_size) {
         return arg("page_size", "4096, 8192 or 16384", &p.page_size);
     }

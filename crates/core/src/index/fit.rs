@@ -26,6 +26,10 @@ pub struct Unset {
     pub pq_bytes: bool,
     pub page_size: bool,
     pub complexity: bool,
+    /// `pipelined_refinement` not given: with the latency objective, the
+    /// build measures which refinement its index answers sooner with
+    /// (`stages::refinement`).
+    pub pipelined_refinement: bool,
 }
 
 impl Unset {
@@ -35,6 +39,7 @@ impl Unset {
             pq_bytes: true,
             page_size: true,
             complexity: true,
+            pipelined_refinement: true,
         }
     }
 }

@@ -188,7 +188,10 @@ mod tests {
         assert_eq!(plan("laser").codes, CodesPart::Records);
         assert_eq!(plan("laser").entry, EntryPart::Clusters);
         assert_eq!(plan("laser").search, SearchPart::Laser);
-        assert_eq!(plan("gorgeous").search, SearchPart::TwoStage);
+        assert_eq!(
+            plan("gorgeous").search,
+            SearchPart::TwoStage { pipelined: false }
+        );
         assert!(plan("gorgeous").holds(Part::Adjacency));
         assert_eq!(plan("gorgeous").entry, EntryPart::NavGraph);
         assert!(!plan("gorgeous").as_built(false).holds(Part::Nav));

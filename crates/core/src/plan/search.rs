@@ -22,8 +22,14 @@ pub enum SearchPart {
     /// used; with the I/O–computation pipeline when `pipeline`.
     Block { pipeline: bool, width: WidthPolicy },
     /// Gorgeous's two-stage search (§4.2): estimates over the graph cache,
-    /// then exact distances for the best.
-    TwoStage,
+    /// then exact distances for the best; with `pipelined`, the settled
+    /// candidates' vectors are read while the search stage goes on (issue
+    /// #22's composition; what the planner chooses for one query a thread,
+    /// issue #57). Indexes built before the field read false.
+    TwoStage {
+        #[serde(default)]
+        pipelined: bool,
+    },
     /// PipeANN's pipelined search (OctopusANN §4.3.2): reads outstanding
     /// up to the width, each expanded as it arrives.
     Pipelined { width: WidthPolicy },
@@ -46,8 +52,9 @@ impl SearchPart {
                 width,
                 ..d
             },
-            SearchPart::TwoStage => SearchParams {
+            SearchPart::TwoStage { pipelined } => SearchParams {
                 two_stage: true,
+                pipelined,
                 ..d
             },
             SearchPart::Pipelined { width } => SearchParams {

@@ -162,6 +162,8 @@ pub(crate) fn merge_into(
         DType::I8 => Elems::I8(stratavec_simd::cast::as_i8(&set.ints)),
     };
     let build = Build {
+        // A merge keeps the refinement its index was built with.
+        measure_refinement: false,
         params: m.build.clone(),
         plan: base.plan.clone(),
         chosen: m.chosen.clone(),

@@ -151,3 +151,49 @@ mod budgets {
         }
     }
 }
+
+/// The latency objective on a two-stage index, its refinement not given:
+/// the build searches the staged index both ways one query a thread and
+/// records the sooner (`stages::refinement`) in the plan, the parameters
+/// and `chosen`; given, it is kept and nothing is measured.
+#[test]
+fn the_latency_objective_measures_the_refinement_on_the_index() {
+    use stratavec::autoplan::Objective;
+    use stratavec::plan::SearchPart;
+    let (base, _) = synth(6_000, 1, DIM, 59);
+    let tmp = tempdir();
+    let gorgeous = |given: Option<bool>| BuildParams {
+        profile: "gorgeous".into(),
+        objective: Objective::Latency,
+        pipelined_refinement: given.unwrap_or(false),
+        unset: Unset {
+            pipelined_refinement: given.is_none(),
+            ..Unset::all()
+        },
+        ..auto(Some(2_000_000))
+    };
+    let dir = tmp.path().join("measured");
+    build_f32(&dir, &base, DIM, &gorgeous(None), 2);
+    let m = Manifest::read(&dir).unwrap();
+    let why = &m.chosen["pipelined_refinement"];
+    assert!(
+        why.contains("one query a thread") && why.contains("plain"),
+        "{why}"
+    );
+    let pipelined = m.build.pipelined_refinement;
+    assert!(why.starts_with(&pipelined.to_string()), "{why}");
+    assert_eq!(m.plan.unwrap().search, SearchPart::TwoStage { pipelined });
+    let stages = report(&dir)["stages"].to_string();
+    assert!(stages.contains("refinement"), "{stages}");
+    for given in [false, true] {
+        let dir = tmp.path().join(format!("given-{given}"));
+        build_f32(&dir, &base, DIM, &gorgeous(Some(given)), 2);
+        let m = Manifest::read(&dir).unwrap();
+        assert!(!m.chosen.contains_key("pipelined_refinement"));
+        assert_eq!(
+            m.plan.unwrap().search,
+            SearchPart::TwoStage { pipelined: given }
+        );
+        assert!(!report(&dir)["stages"].to_string().contains("refinement"));
+    }
+}

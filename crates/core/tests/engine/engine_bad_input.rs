@@ -183,6 +183,15 @@ fn pq_bytes_larger_than_dim() {
     assert_mentions(&msg, &["pq_bytes", "1..=16", "found 32"]);
 }
 
+/// Only the two-stage search has a refinement to pipeline.
+#[test]
+fn pipelined_refinement_without_a_two_stage_search() {
+    let mut p = small_params(Metric::L2);
+    p.pipelined_refinement = true;
+    let msg = build_err(&p, 16);
+    assert_mentions(&msg, &["pipelined_refinement", "two-stage", "found true"]);
+}
+
 #[test]
 fn graph_degree_zero() {
     let mut p = small_params(Metric::L2);

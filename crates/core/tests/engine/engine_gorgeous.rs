@@ -269,3 +269,50 @@ fn pipelined_refinement_finds_what_the_two_stage_search_finds() {
         assert!(t.exact >= p.exact, "{t:?} vs {p:?}");
     }
 }
+
+/// `pipelined_refinement` (what `auto --objective latency` sets where its
+/// trial was faster, issue #57): the index records it in its plan, opens
+/// with the pipelined refinement as its search default (a search's
+/// `pipelined` switch still turns it off), and an index built before the
+/// field opens with it off.
+#[test]
+fn a_pipelined_refinement_built_in_is_the_default_search() {
+    use stratavec::plan::SearchPart;
+    use stratavec::search::Switches;
+    let (base, queries) = synth(N, 50, DIM, 32);
+    let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
+    let tmp = tempdir();
+    let dir = tmp.path().join("g");
+    let params = BuildParams {
+        pipelined_refinement: true,
+        ..gorgeous(LayoutKind::Replicated)
+    };
+    build_f32(&dir, &base, DIM, &params, 2);
+    let g = open_with(&dir, required(&dir) + 200_000);
+    assert_eq!(g.plan.search, SearchPart::TwoStage { pipelined: true });
+    let on = g.search_defaults(&Switches::default());
+    assert!(on.two_stage && on.pipelined, "{on:?}");
+    let off = g.search_defaults(&Switches {
+        pipelined: Some(false),
+        ..Default::default()
+    });
+    assert!(off.two_stage && !off.pipelined, "{off:?}");
+    let res = g
+        .search_batch(
+            &queries,
+            DIM,
+            &SearchParams {
+                k: 10,
+                complexity: 40,
+                threads: 1,
+                in_flight: 1,
+                ..on
+            },
+        )
+        .unwrap();
+    assert_eq!(res.failed(), 0);
+    assert!(recall_of(&res, &gt, 10) >= 0.9);
+    // A plan written before the field: the plain refinement.
+    let old: SearchPart = serde_json::from_str(r#"{"kind":"two_stage"}"#).unwrap();
+    assert_eq!(old, SearchPart::TwoStage { pipelined: false });
+}

@@ -195,7 +195,7 @@ fn same_answers(name: &str, a: &Index, b: &Index, queries: &[f32], p: &stratavec
     // their paths depend on timing, even when two runs happen to agree.
     let steered = matches!(
         a.plan.search,
-        SearchPart::Pipelined { .. } | SearchPart::TwoStage
+        SearchPart::Pipelined { .. } | SearchPart::TwoStage { .. }
     );
     if !steered {
         assert_eq!(

@@ -11,7 +11,7 @@ use crate::index::commit::file_entry_until;
 use crate::index::ids::{self, IDS_FILE};
 use crate::index::interrupt::unless_cancelled;
 use crate::index::manifest::{Manifest, BUILD_REVISION, FORMAT_VERSION, MANIFEST};
-use crate::plan::CodesPart;
+use crate::plan::{CodesPart, SearchPart};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
@@ -36,29 +36,16 @@ pub(super) fn write_labels(b: &mut Build) -> Result<()> {
     Ok(())
 }
 
-/// Checksums every file, writes the manifest and the report, and commits.
-pub(super) fn commit(
-    mut b: Build,
+/// The manifest of the index `b` built, over `files`.
+fn manifest(
+    b: &Build,
     layout: &'static str,
     graph: &Graph,
     stats: &BuildStats,
-    t_all: Instant,
-) -> Result<BuildReport> {
-    b.checkpoint("checksum")?;
-    let t = Instant::now();
-    let progress = b.progress;
-    let stop = || progress.cancelled();
-    let mut files = BTreeMap::new();
-    for name in [crate::layout::PAGES_FILE]
-        .into_iter()
-        .chain(b.files.iter().copied())
-    {
-        let entry = file_entry_until(&b.staging.dir.join(name), &stop)?;
-        files.insert(name.to_string(), entry.ok_or_else(|| stopped_at(b.dir))?);
-    }
-    b.report.index_bytes = files.values().map(|f| f.bytes).sum();
+    files: BTreeMap<String, crate::index::manifest::FileEntry>,
+) -> Manifest {
     let p = &b.params;
-    let manifest = Manifest {
+    Manifest {
         format_version: FORMAT_VERSION,
         build_revision: BUILD_REVISION,
         profile: p.profile.clone(),
@@ -80,10 +67,50 @@ pub(super) fn commit(
         plan: Some(b.plan.clone()),
         chosen: b.chosen.clone(),
         update_seq: b.given.update_seq,
-    };
+    }
+}
+
+/// Checksums every file, writes the manifest and the report, and commits.
+pub(super) fn commit(
+    mut b: Build,
+    layout: &'static str,
+    graph: &Graph,
+    stats: &BuildStats,
+    t_all: Instant,
+) -> Result<BuildReport> {
+    b.checkpoint("checksum")?;
+    let t = Instant::now();
+    let progress = b.progress;
+    let stop = || progress.cancelled();
+    let mut files = BTreeMap::new();
+    for name in [crate::layout::PAGES_FILE]
+        .into_iter()
+        .chain(b.files.iter().copied())
+    {
+        let entry = file_entry_until(&b.staging.dir.join(name), &stop)?;
+        files.insert(name.to_string(), entry.ok_or_else(|| stopped_at(b.dir))?);
+    }
+    b.report.index_bytes = files.values().map(|f| f.bytes).sum();
     let mpath = b.staging.dir.join(MANIFEST);
-    std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)?;
+    let write = |b: &Build, files: &BTreeMap<_, _>| {
+        let manifest = manifest(b, layout, graph, stats, files.clone());
+        std::fs::write(&mpath, manifest.to_json()).at("write", &mpath)
+    };
+    write(&b, &files)?;
     b.stage("checksum", t, 0.0);
+    if b.measure_refinement && matches!(b.plan.search, SearchPart::TwoStage { .. }) {
+        // Measured on the staged index, so its manifest is written first
+        // and written again with the refinement chosen.
+        b.checkpoint("refinement")?;
+        let t = Instant::now();
+        if let Some((pipelined, why)) = super::refinement::measure(&b)? {
+            b.plan.search = SearchPart::TwoStage { pipelined };
+            b.params.pipelined_refinement = pipelined;
+            b.choose("pipelined_refinement", why);
+            write(&b, &files)?;
+        }
+        b.stage("refinement", t, 0.0);
+    }
     let r = &mut b.report;
     r.graph_mean_degree = stats.mean_degree;
     r.duplicate_links = stats.duplicate_links;

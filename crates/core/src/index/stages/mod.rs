@@ -11,6 +11,7 @@ mod entry;
 mod finish;
 mod graph;
 mod pages;
+mod refinement;
 
 use super::build::{BuildParams, BuildReport};
 use super::commit::Staging;
@@ -60,6 +61,10 @@ pub(crate) struct Build<'a> {
     pub nested: f64,
     /// What a merge brings instead of building it (`update/merge.rs`).
     pub given: Given,
+    /// Measure which refinement the index answers one query a thread
+    /// sooner with, before the commit (`refinement`): the latency
+    /// objective, the refinement not given.
+    pub measure_refinement: bool,
 }
 
 /// Parts a merge already has (issue #55): the graph it repaired and
