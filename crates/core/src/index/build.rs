@@ -408,12 +408,15 @@ impl BuildParams {
         // Parameters `other` leaves to the build: whatever it chose (the
         // planner's PQ bytes for this budget, the page size that fits).
         let planned_pq = other.unset.pq_bytes && other.memory_budget.is_some();
-        // The refinement the latency objective measured (`stages::refinement`).
-        let measured = other.unset.pipelined_refinement
-            && other.objective == crate::autoplan::Objective::Latency;
-        if measured && self.pipelined_refinement != other.pipelined_refinement {
+        // A refinement left to the build: the latency objective measured
+        // it (`stages::refinement`), any other kept the default.
+        if other.unset.pipelined_refinement {
+            let measured = other.objective == crate::autoplan::Objective::Latency;
             return self.builds_same_index(&BuildParams {
-                pipelined_refinement: self.pipelined_refinement,
+                pipelined_refinement: match measured {
+                    true => self.pipelined_refinement,
+                    false => other.pipelined_refinement,
+                },
                 unset: Unset {
                     pipelined_refinement: false,
                     ..other.unset

@@ -185,6 +185,18 @@ fn the_latency_objective_measures_the_refinement_on_the_index() {
     assert_eq!(m.plan.unwrap().search, SearchPart::TwoStage { pipelined });
     let stages = report(&dir)["stages"].to_string();
     assert!(stages.contains("refinement"), "{stages}");
+    // Asked again, the same parameters name this index, whichever it chose
+    // (a bench reuses it); the other refinement given names another.
+    let asked = |unset: bool| BuildParams {
+        pipelined_refinement: !pipelined,
+        unset: Unset {
+            pipelined_refinement: unset,
+            ..Unset::default()
+        },
+        ..m.build.clone()
+    };
+    assert!(m.build.builds_same_index(&asked(true)));
+    assert!(!m.build.builds_same_index(&asked(false)));
     for given in [false, true] {
         let dir = tmp.path().join(format!("given-{given}"));
         build_f32(&dir, &base, DIM, &gorgeous(Some(given)), 2);
