@@ -28,7 +28,8 @@ out=$home/$name
 have() { for f in "$@"; do [ -f "$out/$f" ] || return 1; done; }
 vectors=(base.fbin query.fbin gt.ibin)
 labels=(base.labels.spmat labels.tsv query.filters.spmat query.filters.tsv gt.filtered.ibin)
-if have "${vectors[@]}" "${labels[@]}"; then echo "$out"; exit 0; fi
+learn=(learn.fbin)
+if have "${vectors[@]}" "${labels[@]}" "${learn[@]}"; then echo "$out"; exit 0; fi
 
 # The venv is (re)filled when its requirements file changed: a stamp holds
 # the file's content, so an unchanged venv costs no pip run (nor network).
@@ -47,10 +48,17 @@ py=$venv/bin/python
 if have "${vectors[@]}"; then
   # A set made before the labels existed: add them (the step renames its
   # files into place only when all are written).
-  if ! "$py" "$here/make.py" "$dataset" "${limit[@]}" --out "$out" --labels-only >&2; then
+  if ! have "${labels[@]}" &&
+     ! "$py" "$here/make.py" "$dataset" "${limit[@]}" --out "$out" --labels-only >&2; then
     # Failed after writing (say, a checksum mismatch): leave no labels that
     # the check above would take for good ones.
     (cd "$out" && rm -f "${labels[@]}")
+    exit 1
+  fi
+  # One made before the learn queries existed: add them the same way.
+  if ! have "${learn[@]}" &&
+     ! "$py" "$here/make.py" "$dataset" "${limit[@]}" --out "$out" --learn-only >&2; then
+    (cd "$out" && rm -f "${learn[@]}")
     exit 1
   fi
 else

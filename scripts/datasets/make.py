@@ -7,6 +7,7 @@
 writes, in DIR (big-ann-benchmarks layouts, binfiles.py):
   base.fbin          WordNet 3.0 glosses, deduplicated, embedded (unit length)
   query.fbin         1,000 WordNet example sentences, none equal to a gloss
+  learn.fbin         1,000 more, none a query: queries to plan a build with
   gt.ibin            exact top-100 of each query by squared L2
   base.labels.spmat, labels.tsv, query.filters.spmat, query.filters.tsv,
   gt.filtered.ibin   labels and filtered queries (labels.py, filters.py)
@@ -72,6 +73,8 @@ def parse_args(argv=None):
     ap.add_argument("--no-labels", action="store_true", help="skip the labels and filtered queries")
     ap.add_argument("--labels-only", action="store_true",
                     help="only add the labels and filtered queries to an OUT that has the vectors")
+    ap.add_argument("--learn-only", action="store_true",
+                    help="only add learn.fbin (the learn queries) to an OUT that has the vectors")
     return ap.parse_args(argv)
 
 

@@ -35,8 +35,8 @@ def package_versions(dists):
     return out
 
 
-def make_vectors(args, selection, timings):
-    name, model, dists = load_model(args.dataset)
+def make_vectors(args, selection, timings, loaded):
+    name, model, dists = loaded
     print(f"model {name}; base n={len(selection.base)}, queries={len(selection.queries)}", flush=True)
     t0 = time.time()
     base = encoder.encode(model, [t.text for t in selection.base], args.threads, progress_every=5000)
@@ -63,15 +63,24 @@ def run(args):
     print(f"WordNet: {selection.stats}", flush=True)
     timings = {}
     meta_path = args.out / "meta.json"
-    meta = json.loads(meta_path.read_text()) if args.labels_only and meta_path.is_file() else {}
+    adding = args.labels_only or args.learn_only
+    meta = json.loads(meta_path.read_text()) if adding and meta_path.is_file() else {}
     files = list(VECTOR_FILES)
-    if args.labels_only:
+    loaded = None
+    if adding:
         missing = [f for f in VECTOR_FILES if not (args.out / f).is_file()]
         if missing:
-            raise wordnet.MissingInput(f"--labels-only: {args.out} lacks {', '.join(missing)}")
+            flag = "--labels-only" if args.labels_only else "--learn-only"
+            raise wordnet.MissingInput(f"{flag}: {args.out} lacks {', '.join(missing)}")
     else:
-        meta.update(make_vectors(args, selection, timings))
-    if not args.no_labels:
+        loaded = load_model(args.dataset)
+        meta.update(make_vectors(args, selection, timings, loaded))
+    if not args.labels_only:
+        import learnstep
+        t0 = time.time()
+        files += learnstep.run(args, selection, (loaded or load_model(args.dataset))[1])
+        timings["learn"] = round(time.time() - t0, 1)
+    if not args.no_labels and not args.learn_only:
         import labelstep
         t0 = time.time()
         files += labelstep.run(args, d, selection)

@@ -10,7 +10,8 @@ use stratavec::{BuildParams, SearchParams};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Data set directory with base.fbin, query.fbin, gt.ibin.
+    /// Data set directory with base.fbin, query.fbin, gt.ibin (and, where
+    /// it has them, learn.fbin: the queries `auto` variants plan with).
     #[arg(long)]
     data: PathBuf,
     /// Where indexes are built (and reused when their parameters match).
@@ -392,10 +393,20 @@ fn run_build(a: &Args, budget: u64) -> variants::RunBuild {
     }
 }
 
-/// The build parameters of `variant` under the run's flags.
+/// The build parameters of `variant` under the run's flags. `auto` plans
+/// with the data set's learn queries where it has them (`learn.fbin`,
+/// scripts/datasets/learnstep.py): never with the queries it is scored on.
 fn build_params(a: &Args, variant: &variants::Variant, budget: u64) -> Result<BuildParams> {
-    variant.build_params(&run_build(a, budget))
+    let mut p = variant.build_params(&run_build(a, budget))?;
+    let learn = a.data.join(LEARN_FILE);
+    if variant.profile == stratavec::autoplan::AUTO && learn.is_file() {
+        p.plan_queries = Some(learn);
+    }
+    Ok(p)
 }
+
+/// The learn queries a data set may have beside its queries.
+const LEARN_FILE: &str = "learn.fbin";
 
 /// What the run gives every variant's search: k, the first L, threads,
 /// and -W, --in-flight and --poll-us where given (`Variant::search_keywords`).

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 NEEDED = ("base.fbin", "query.fbin", "gt.ibin", "meta.json", "base.labels.spmat", "labels.tsv",
-          "query.filters.spmat", "gt.filtered.ibin")
+          "query.filters.spmat", "gt.filtered.ibin", "learn.fbin")
 
 
 @pytest.fixture(scope="session")

@@ -657,10 +657,14 @@ impl Variant {
         let ex = p
             .exrabitq_bits
             .map_or(String::new(), |b| format!("-exrabitq{b}"));
-        // The planner's objective changes what `auto` builds.
+        // The planner's objective and queries change what `auto` builds.
         let objective = match (self.profile, p.objective) {
             (stratavec::autoplan::AUTO, stratavec::autoplan::Objective::Latency) => "-latency",
             _ => "",
+        };
+        let objective = match p.plan_queries {
+            Some(_) => format!("{objective}-learnq"),
+            None => objective.to_string(),
         };
         Ok(format!(
             "{dataset}-{}-R{}-L{}-{pq}{nav}{layout}{ivf}{page}{rank}{store}{ex}{objective}",
