@@ -14,10 +14,11 @@ on sys.path (bench.py and the tests put it there).
 """
 
 from . import (ab_plan, collection, filtered, filtered_graph, gorgeous, headline, hnswlib_gap, laser, main, pipeann,
-               planner, starling, starling_scale, tiered, updates)
+               planner, planner_latency, starling, starling_scale, tiered, updates)
 
 RENDERERS = {"laser": laser, "gorgeous": gorgeous, "pipeann": pipeann, "tiered": tiered,
              "headline": headline, "main": main, "ab_plan": ab_plan,
              "collection": collection, "starling": starling, "starling_scale": starling_scale,
              "updates": updates, "filtered": filtered, "filtered_graph": filtered_graph, "planner": planner,
+             "planner_latency": planner_latency,
              "hnswlib_gap": hnswlib_gap}

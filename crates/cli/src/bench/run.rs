@@ -115,6 +115,17 @@ pub fn build_or_reuse(
         .args(["--ivf-sample-nprobe", &params.ivf_sample_nprobe.to_string()])
         .args(
             params
+                .plan_queries
+                .iter()
+                .flat_map(|q| ["--plan-queries".into(), q.as_os_str().to_owned()]),
+        )
+        .args(
+            Some(params.pipelined_refinement)
+                .filter(|_| !params.unset.pipelined_refinement)
+                .map(|p| format!("--pipelined-refinement={p}")),
+        )
+        .args(
+            params
                 .ivf_clusters
                 .iter()
                 .flat_map(|c| ["--ivf-clusters".to_string(), c.to_string()]),
