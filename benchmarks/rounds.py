@@ -147,15 +147,30 @@ def searches(rows: list[dict]) -> "OrderedDict[str, list[dict]]":
     return out
 
 
+def spread_cell(ratios: list[float]) -> str:
+    """`1.23× (1.10–1.30)`: the median of per-round ratios and their range;
+    one ratio alone; `—` for none."""
+    if not ratios:
+        return "—"
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}×"
+    return f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})"
+
+
 def ratio_cell(a_rows: list[dict], b_rows: list[dict], target: float) -> str:
     """`1.23× (1.10–1.30)`: QPS of a over b at `target`, median and range
     over rounds (`ratios_by_round`); `—` when no round has both."""
-    rs = ratios_by_round(a_rows, b_rows, target)
-    if not rs:
-        return "—"
-    if len(rs) == 1:
-        return f"{rs[0]:.2f}×"
-    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
+    return spread_cell(ratios_by_round(a_rows, b_rows, target))
+
+
+def matching(results: str, pattern) -> list[str]:
+    """The files in `results` whose names `pattern` (a compiled regex with
+    two groups: a dimension, a fraction) matches, by dimension then
+    fraction."""
+    import os
+
+    key = lambda f: (int(pattern.match(f).group(1)), float(pattern.match(f).group(2)))  # noqa: E731
+    return sorted((f for f in os.listdir(results) if pattern.match(f)), key=key)
 
 
 def publish(text: str, out: str | None, into: str | None, tag: str) -> None:

@@ -43,13 +43,7 @@ def p50_ratios(a_rows, b_rows, target):
     return [float(pa[r]["p50_us"]) / float(pb[r]["p50_us"]) for r in pa if r in pb]
 
 
-def spread_cell(values):
-    if not values:
-        return "—"
-    m = statistics.median(values)
-    if len(values) == 1:
-        return f"{m:.2f}×"
-    return f"{m:.2f}× ({min(values):.2f}–{max(values):.2f})"
+spread_cell = rounds.spread_cell
 
 
 def fmt(key, f):

@@ -132,8 +132,7 @@ def summary_row(path: str) -> str | None:
 
 
 def render(results: str) -> str:
-    files = sorted((f for f in os.listdir(results) if FILE.match(f)),
-                   key=lambda f: (int(FILE.match(f).group(1)), float(FILE.match(f).group(2))))
+    files = rounds.matching(results, FILE)
     if not files:
         return f"_No rows: no `planner-*.jsonl` in {results}; `{RUN}` makes them._\n"
     summary = [r for r in (summary_row(os.path.join(results, f)) for f in files) if r]

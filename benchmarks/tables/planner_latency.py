@@ -11,7 +11,6 @@ Standard library only.
 
 import os
 import re
-import statistics
 
 import rounds
 from tables.laser import lowest_p50
@@ -54,18 +53,15 @@ def predicted(plan: dict, row: dict) -> str:
         t = c.get("trial") or {}
         p50 = (c.get("predicted") or {}).get("p50_us")
         if c.get("profile") == bp.get("profile") and bool(t.get("pipelined")) == piped and p50:
-            codes = f"ex{t['exrabitq_bits']}" if t.get("exrabitq_bits") else f"pq{t.get('pq_bytes') or '—'}"
-            return f"{p50:,.0f} ({codes})"
+            codes = (f" (ex{t['exrabitq_bits']})" if t.get("exrabitq_bits")
+                     else f" (pq{t['pq_bytes']})" if t.get("pq_bytes") else "")
+            return f"{p50:,.0f}{codes}"
     return "—"
 
 
 def ratio_cell(a_rows: list[dict], b_rows: list[dict]) -> str:
-    rs = p50_ratios(a_rows, b_rows, TARGET)
-    if not rs:
-        return "—"
-    if len(rs) == 1:
-        return f"{rs[0]:.2f}×"
-    return f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})"
+    """p50 of a over b at the target, median and range over rounds."""
+    return rounds.spread_cell(p50_ratios(a_rows, b_rows, TARGET))
 
 
 def measured(path: str):
@@ -111,9 +107,9 @@ def table(path: str) -> list[str]:
     if AUTO in per:
         why = ((per[AUTO][0].get("build") or {}).get("chosen") or {}).get("pipelined_refinement")
         given = (per[AUTO][0].get("build_params") or {}).get("plan_queries")
-        queries = "the set's learn queries" if given else "queries held out of the rows"
+        queries = "of the set's learn queries" if given else "queries held out of the rows"
         out += [f"auto built **{parts(per[AUTO][0])}** (plan {plan.get('seconds', 0):.1f} s on "
-                f"{plan.get('sample', 0):,} sample rows and {plan.get('queries', 0)} of {queries})"
+                f"{plan.get('sample', 0):,} sample rows and {plan.get('queries', 0)} {queries})"
                 + (f"; its refinement: {why}" if why else "") + ".", ""]
     out += ["| composition | parts | p50 µs at R@10 0.95 (L) | p99 µs | reads a query "
             "| predicted p50 µs (sample) | auto ÷ this |",
@@ -131,8 +127,7 @@ def table(path: str) -> list[str]:
 
 
 def render(results: str) -> str:
-    files = sorted((f for f in os.listdir(results) if FILE.match(f)),
-                   key=lambda f: (int(FILE.match(f).group(1)), float(FILE.match(f).group(2))))
+    files = rounds.matching(results, FILE)
     if not files:
         return f"_No rows: no `planner-latency-*.jsonl` in {results}; `{RUN}` makes them._\n"
     summary = [r for r in (summary_row(os.path.join(results, f)) for f in files) if r]
