@@ -245,14 +245,16 @@ fn sample_graph(sample: &Sample, input: &AutoInput) -> Result<(Graph, BuildStats
     built.ok_or_else(|| crate::index::interrupt::cancelled(input.work))
 }
 
-/// The caller's queries to plan with (`plan_queries`), as f32 rows
-/// normalised as the data is; `None` when none were given.
-fn plan_queries(input: &AutoInput) -> Result<Option<Vec<f32>>> {
-    let Some(path) = &input.base.plan_queries else {
+/// The caller's queries to plan with (`params.plan_queries`), as f32 rows
+/// of `dim` normalised as the data is (`params.metric`); `None` when none
+/// were given. The planner's trials and the build's refinement
+/// measurement (`index::stages::refinement`) both search with them.
+pub(crate) fn plan_queries(params: &BuildParams, dim: usize) -> Result<Option<Vec<f32>>> {
+    let Some(path) = &params.plan_queries else {
         return Ok(None);
     };
     let file = crate::data::open(path)?;
-    file.check_dim(input.dim, "data (plan_queries)")?;
+    file.check_dim(dim, "data (plan_queries)")?;
     let mut q = file.to_f32_vec();
     if q.is_empty() {
         return Err(crate::error::Error::argument(
@@ -261,8 +263,8 @@ fn plan_queries(input: &AutoInput) -> Result<Option<Vec<f32>>> {
             "none",
         ));
     }
-    if input.metric == Metric::Cosine {
-        q.chunks_mut(input.dim).for_each(crate::data::normalize_f32);
+    if params.metric == Metric::Cosine {
+        q.chunks_mut(dim).for_each(crate::data::normalize_f32);
     }
     Ok(Some(q))
 }
@@ -307,7 +309,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         return Ok(None);
     }
     let mut stages = Stages::default();
-    let given = plan_queries(input)?;
+    let given = plan_queries(input.base, input.dim)?;
     let sample = Sample::draw(
         input.data,
         input.dim,

@@ -150,14 +150,8 @@ fn median(v: &mut [f64]) -> f64 {
 /// `nq` of the caller's planning queries where given (normalised as the
 /// data is), else `nq` rows of the data drawn at random.
 fn queries(b: &Build, nq: usize) -> Result<Vec<f32>> {
-    if let Some(path) = &b.params.plan_queries {
-        let file = crate::data::open(path)?;
-        file.check_dim(b.dim, "data (plan_queries)")?;
-        let mut q = file.to_f32_vec();
+    if let Some(mut q) = crate::autoplan::plan_queries(&b.params, b.dim)? {
         q.truncate(nq * b.dim);
-        if b.params.metric == crate::data::Metric::Cosine {
-            q.chunks_mut(b.dim).for_each(crate::data::normalize_f32);
-        }
         return Ok(q);
     }
     let mut rng = Rng::new(b.params.seed ^ 0x5049_5045);
