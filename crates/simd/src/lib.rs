@@ -39,6 +39,7 @@ pub mod matvec;
 pub mod scalar;
 mod transposed;
 pub mod u4;
+pub mod u8i16;
 
 pub use dispatch::{Kernels, Level};
 pub use f16_matrix::F16Matrix;
@@ -173,6 +174,22 @@ pub fn prefetch_rows(codes: &[u8], m: usize, ids: &[u32]) {
             prefetch(codes, id as usize * m, m);
         }
     }
+}
+
+/// Hints the CPU to bring the first line of each of items `ids` into
+/// cache (per-vector factors kept beside codes held by [`prefetch_rows`]);
+/// ids outside `items` are skipped.
+pub fn prefetch_items<T>(items: &[T], ids: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for &id in ids {
+        if let Some(item) = items.get(id as usize) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: prefetch never faults and reads nothing.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, ids);
 }
 
 /// Hints the CPU to bring `bytes[start..start+len]` into cache (a no-op

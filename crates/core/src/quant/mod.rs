@@ -34,6 +34,8 @@ pub struct QueryTable {
     /// A query rounded to bytes (extended RaBitQ at four bits: its even
     /// elements, then its odd ones).
     pub ints: Vec<i8>,
+    /// A query rounded to i16 (extended RaBitQ at eight bits).
+    pub shorts: Vec<i16>,
 }
 
 /// No codes in RAM: the quantizer of indexes whose records carry their
