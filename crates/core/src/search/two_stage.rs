@@ -29,7 +29,11 @@
 //! come with error bounds (extended RaBitQ), the refinement reads only the
 //! top ⌈σ·L⌉ candidates the bounds leave open, W at a time, best estimate
 //! first, until the top k is settled (`search::settle`); a candidate
-//! certainly in the top k is returned at its estimate, unread.
+//! certainly in the top k is returned at its estimate, unread. Pipelined,
+//! a settled candidate is read early only while the bounds leave it open
+//! (`keep_open`), and the waves that end the search read what is still
+//! open then: on wordnet-minilm at 20% memory, 1×1, L 26, 10.0 reads a
+//! query at 220 µs against 14.4 at 261 reading every target early.
 
 use super::context::SearchContext;
 use super::expansion::visited_capacity;
@@ -98,6 +102,9 @@ pub struct TwoStageSearch {
     bridges: Vec<u32>,
     /// Scratch: the candidates the refinement scores (`refine_targets`).
     targets: Vec<u32>,
+    /// Scratch: the whole top ⌈σ·L⌉ while a pipelined refinement settles
+    /// (`keep_open`).
+    current: Vec<u32>,
     /// A filtered query's best matches by estimate, every one it
     /// estimated, in or out of the list (`refine_targets`).
     matches: CandidateList,
@@ -141,6 +148,7 @@ impl TwoStageSearch {
             fresh_est: Vec::new(),
             bridges: Vec::new(),
             targets: Vec::new(),
+            current: Vec::new(),
             matches: CandidateList::new(p.complexity),
             ahead: Vec::new(),
             pool: Vec::new(),
@@ -323,6 +331,7 @@ impl TwoStageSearch {
         }
         let mut targets = std::mem::take(&mut self.targets);
         self.refine_targets(self.list.first_unexpanded(), &mut targets);
+        self.keep_open(ctx, &mut targets);
         let mut issued = false;
         for &id in &targets {
             if self.refine_one(ctx, id, reads) {
@@ -332,6 +341,35 @@ impl TwoStageSearch {
         }
         self.targets = targets;
         issued
+    }
+
+    /// Pipelined and settled refinement: keeps of the settled `targets`
+    /// only those the bounds leave open now, among the current top
+    /// ⌈σ·L⌉ and every exact distance so far. A candidate in or out now
+    /// may turn open as the list changes; the settle waves that end the
+    /// search read it then, so this only decides what is read early.
+    /// Without bounds, or with nothing unread, `targets` stays as it is.
+    fn keep_open(&mut self, ctx: &SearchContext, targets: &mut Vec<u32>) {
+        let unread =
+            |id: &u32| !self.exact_seen.contains(*id) && !self.vectors_pending.contains(id);
+        if self.may_settle.is_none() || !targets.iter().any(unread) {
+            return;
+        }
+        let mut current = std::mem::take(&mut self.current);
+        self.refine_targets(self.list.len(), &mut current);
+        let bounded = self.settle_start(ctx, &current);
+        self.current = current;
+        if !bounded {
+            return;
+        }
+        self.settle.classify(&self.pool, self.k);
+        let (pool, verdicts) = (&self.pool, &self.settle.verdicts);
+        targets.retain(|&id| {
+            pool.iter()
+                .zip(verdicts)
+                .find(|(c, _)| c.id == id)
+                .is_none_or(|(c, v)| *v == Verdict::Open && c.exact.is_none())
+        });
     }
 
     /// The candidates the refinement scores, among the list's first
@@ -385,7 +423,13 @@ impl TwoStageSearch {
         self.stage = Stage::Refine;
         let mut targets = std::mem::take(&mut self.targets);
         self.refine_targets(self.list.len(), &mut targets);
-        if self.may_settle.is_some() && !self.pipelined && self.settle_start(ctx, &targets) {
+        // Early reads of candidates that ended outside the targets.
+        self.stats.wasted += self
+            .early
+            .iter()
+            .filter(|&id| !targets.contains(id))
+            .count() as u64;
+        if self.may_settle.is_some() && self.settle_start(ctx, &targets) {
             self.targets = targets;
             self.settle_wave(ctx, reads);
             return;
@@ -393,12 +437,6 @@ impl TwoStageSearch {
         for &id in &targets {
             self.refine_one(ctx, id, reads);
         }
-        // Early reads of candidates that ended outside the targets.
-        self.stats.wasted += self
-            .early
-            .iter()
-            .filter(|&id| !targets.contains(id))
-            .count() as u64;
         self.targets = targets;
         if self.vectors_pending.is_empty() {
             self.stage = Stage::Done;
@@ -456,10 +494,12 @@ impl TwoStageSearch {
             }
             let wave = self.may_settle.unwrap_or(1);
             self.settle.next_reads(&self.pool, wave, &mut self.wave);
+            // A candidate read early and still in flight counts as issued:
+            // the wave waits for it (`on_read`).
             let mut issued = false;
             for w in 0..self.wave.len() {
                 let id = self.pool[self.wave[w]].id;
-                issued |= self.refine_one(ctx, id, reads);
+                issued |= self.vectors_pending.contains(&id) || self.refine_one(ctx, id, reads);
             }
             self.sync_pool();
             if issued {
