@@ -203,10 +203,13 @@ fn print_auto_plan(p: &stratavec::autoplan::AutoPlan) {
         p.device.reads_per_s,
         p.device.source
     );
+    for (page, rate) in &p.device.pages {
+        println!("  device at {page}-byte reads: {rate:.0} reads/s");
+    }
     for c in &p.candidates {
         match (&c.trial, &c.predicted) {
             (Some(t), Some(pr)) => println!(
-                "  {:<9} {:>10} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
+                "  {:<9} {:>14} L {:>5.1}  {:>5.1} reads  {:>6.0} µs CPU  predicted {:>7.0} QPS ({}-bound){}",
                 c.profile,
                 t.label(),
                 t.complexity,

@@ -20,6 +20,7 @@
 pub mod predict;
 pub mod sample;
 pub mod trial;
+pub mod variants;
 
 use crate::data::{DType, Metric};
 use crate::error::{FileContext, Result};
@@ -31,7 +32,8 @@ use predict::Device;
 use sample::Sample;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use trial::{Trial, TrialSetup};
+use trial::{Trial, TrialSetup, Try};
+use variants::Layout;
 
 /// The profile name that asks for the planner.
 pub const AUTO: &str = "auto";
@@ -73,6 +75,10 @@ pub struct Candidate {
     /// target).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Why it was not chosen, against the chosen one's figures
+    /// (`predict::why_not`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
 }
 
 /// The planner's choice and what it rests on (the build report's
@@ -99,6 +105,10 @@ pub struct AutoPlan {
     /// ([`refinements`]); the build makes it the index's default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipelined: bool,
+    /// Its best trial's layout where not the profile's default
+    /// (`variants`); the build takes it.
+    #[serde(default, skip_serializing_if = "Layout::is_default")]
+    pub layout: Layout,
     pub why: String,
     /// Seconds the whole plan took (trials, probe).
     pub seconds: f64,
@@ -269,10 +279,14 @@ pub(crate) fn plan_queries(params: &BuildParams, dim: usize) -> Result<Option<Ve
     Ok(Some(q))
 }
 
+/// One trial as the plan keeps it: the profile, where its index was
+/// built, its figures (`None`: it did not reach the target), and why not.
+type Tried<'a> = (&'a str, PathBuf, Option<Trial>, Option<String>);
+
 /// Each profile's best trial over the PQ sizes it was tried at, by the
 /// objective's figure, with its prediction.
 fn best_sizes(
-    tried: Vec<(&str, PathBuf, Option<Trial>, Option<String>)>,
+    tried: &[Tried],
     device: &Device,
     threads: usize,
     objective: Objective,
@@ -282,11 +296,12 @@ fn best_sizes(
         let predicted = trial.as_ref().map(|t| predict::predict(t, device, threads));
         let c = Candidate {
             profile: profile.to_string(),
-            trial,
+            trial: trial.clone(),
             predicted,
-            skipped,
+            skipped: skipped.clone(),
+            why_not: None,
         };
-        match out.iter_mut().find(|o| o.profile == profile) {
+        match out.iter_mut().find(|o| o.profile == *profile) {
             Some(o) if predict::better(&c, o, objective) => *o = c,
             Some(_) => {}
             None => out.push(c),
@@ -332,55 +347,87 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     std::fs::create_dir_all(input.work).at("create", input.work)?;
     let graph = sample_graph(&sample, input)?;
     stages.lap("sample and its graph");
-    let mut tried = Vec::new();
+    let mut tried: Vec<Tried> = Vec::new();
     let mut crossed: std::collections::HashMap<&str, f64> = Default::default();
     let mut last: Option<f64> = None;
     for profile in crate::profile::planned() {
         for codes in code_choices(profile, input.base, input.dim, budget as usize, n) {
-            let name = codes.name(profile);
-            input.progress.stage(&format!("plan: try {name}"), 0);
-            let dir = input.work.join(&name);
+            let dir = input.work.join(codes.name(profile));
             // Where this profile last crossed the target, else any trial.
             let hint = crossed.get(profile).copied().or(last);
             let pipes = refinements(profile, input.base, setup.objective);
-            let ts = trial::run(profile, codes, &pipes, &dir, &setup, &graph, hint);
-            input.progress.finish();
-            let ts = match ts {
-                Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
-                Err(e) => vec![Err(e.to_string()); pipes.len()],
-                Ok(ts) => ts.into_iter().map(Ok).collect(),
+            let try_ = Try {
+                profile,
+                codes,
+                layout: Layout::default(),
+                pipes: &pipes,
+                hint,
             };
-            for t in ts {
-                if let Ok(Some(t)) = &t {
+            for t in run_trial(&try_, &dir, &setup, &graph, &mut stages)? {
+                if let (Some(t), _) = &t {
                     crossed.insert(profile, t.complexity);
                     last = Some(t.complexity);
                 }
-                stages.trial(t.as_ref().ok().and_then(|t| t.as_ref()));
-                let (trial, skipped) = match t {
-                    Ok(Some(t)) => (Some(t), None),
-                    Ok(None) => (
-                        None,
-                        Some(format!(
-                            "no list size up to 200 reached R@10 {}",
-                            setup.target
-                        )),
-                    ),
-                    Err(e) => (None, Some(format!("its trial failed: {e}"))),
-                };
-                tried.push((profile, dir.clone(), trial, skipped));
+                tried.push((profile, dir.clone(), t.0, t.1));
             }
         }
     }
-    stages.trials_done(&setup.build_stages.borrow());
+    let probe = std::time::Instant::now();
     let pages = tried
         .iter()
-        .find(|c| c.2.is_some())
+        .find(|c| c.2.as_ref().is_some_and(|t| t.page_size == 4096))
         .map(|c| c.1.join(crate::layout::PAGES_FILE));
-    let device = Device::probe(pages, input.threads, input.base.device_reads_per_s);
-    stages.lap("device probe");
-    let candidates = best_sizes(tried, &device, input.threads, setup.objective);
+    let mut device = Device::probe(pages, input.threads, input.base.device_reads_per_s);
+    let mut probe_s = probe.elapsed().as_secs_f64();
+    let leaders = best_sizes(&tried, &device, input.threads, setup.objective);
+    let contenders = contenders(&leaders, setup.objective);
+    for c in contenders {
+        let t = c.trial.as_ref().expect("a contender has a trial");
+        let codes = Codes {
+            pq: t.pq_bytes,
+            exrabitq: t.exrabitq_bits,
+        };
+        let profile = crate::profile::planned()
+            .into_iter()
+            .find(|p| *p == c.profile);
+        let Some(profile) = profile else { continue };
+        let layouts = variants::variants(profile, input.base, sample.len(), input.dim)?;
+        for layout in layouts {
+            let dir = input.work.join(format!(
+                "{}-{}",
+                codes.name(profile),
+                layout.label().replace(' ', "-")
+            ));
+            let pipes = [t.pipelined];
+            let try_ = Try {
+                profile,
+                codes,
+                layout,
+                pipes: &pipes,
+                hint: Some(t.complexity),
+            };
+            for t in run_trial(&try_, &dir, &setup, &graph, &mut stages)? {
+                tried.push((profile, dir.clone(), t.0, t.1));
+            }
+        }
+    }
+    let probe = std::time::Instant::now();
+    let larger: Vec<(usize, PathBuf)> = tried
+        .iter()
+        .filter_map(|c| {
+            c.2.as_ref()
+                .map(|t| (t.page_size, c.1.join(crate::layout::PAGES_FILE)))
+        })
+        .filter(|(p, _)| *p > 4096)
+        .collect();
+    device.probe_pages(&larger, input.threads);
+    probe_s += probe.elapsed().as_secs_f64();
+    stages.trials_done(&setup.build_stages.borrow(), probe_s);
+    stages.out.push(("device probe".into(), probe_s));
+    let mut candidates = best_sizes(&tried, &device, input.threads, setup.objective);
     let _ = std::fs::remove_dir_all(input.work);
     let (chosen, why) = predict::pick(&candidates, setup.objective, setup.target);
+    predict::why_not(&mut candidates, &chosen, setup.objective);
     let best = candidates
         .iter()
         .find(|c| c.profile == chosen)
@@ -389,6 +436,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         pq_bytes: best.and_then(|t| t.pq_bytes),
         exrabitq_bits: best.and_then(|t| t.exrabitq_bits),
         pipelined: best.is_some_and(|t| t.pipelined),
+        layout: best.map(|t| t.layout).unwrap_or_default(),
         objective: setup.objective,
         target_recall: setup.target,
         sample: sample.len(),
@@ -401,6 +449,56 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         seconds: t.elapsed().as_secs_f64(),
         stages: stages.done(),
     }))
+}
+
+/// Runs `t` into `dir`: each refinement's trial, or why it has none. Only
+/// a cancel is an error; a failed trial is a candidate skipped, and says
+/// why.
+fn run_trial(
+    t: &Try,
+    dir: &Path,
+    setup: &TrialSetup,
+    graph: &(Graph, BuildStats),
+    stages: &mut Stages,
+) -> Result<Vec<(Option<Trial>, Option<String>)>> {
+    let mut name = t.codes.name(t.profile);
+    if !t.layout.is_default() {
+        name = format!("{name} {}", t.layout.label());
+    }
+    setup.progress.stage(&format!("plan: try {name}"), 0);
+    let ts = trial::run(t, dir, setup, graph);
+    setup.progress.finish();
+    let ts = match ts {
+        Err(e) if e.kind() == crate::ErrorKind::Cancelled => return Err(e),
+        Err(e) => vec![Err(e.to_string()); t.pipes.len()],
+        Ok(ts) => ts.into_iter().map(Ok).collect(),
+    };
+    let mut out = Vec::new();
+    for r in ts {
+        stages.trial(r.as_ref().ok().and_then(|t| t.as_ref()));
+        out.push(match r {
+            Ok(Some(t)) => (Some(t), None),
+            Ok(None) => (
+                None,
+                Some(format!(
+                    "no list size up to 200 reached R@10 {}",
+                    setup.target
+                )),
+            ),
+            Err(e) => (None, Some(format!("its trial failed: {e}"))),
+        });
+    }
+    Ok(out)
+}
+
+/// The candidates tried again in other layouts (`variants`): those whose
+/// predicted figure is within [`variants::CONTENDER_SHARE`] of the best.
+fn contenders(candidates: &[Candidate], objective: Objective) -> Vec<&Candidate> {
+    let share = |c: &Candidate| predict::share_of_best(c, candidates, objective);
+    candidates
+        .iter()
+        .filter(|c| c.trial.is_some() && share(c).is_some_and(|s| s >= variants::CONTENDER_SHARE))
+        .collect()
 }
 
 /// The plan's time by stage ([`AutoPlan::stages`]).
@@ -442,8 +540,8 @@ impl Stages {
     /// Ends the trials: their builds (and the builds' `stages` summed over
     /// every trial), their searches, and the rest (the trials that failed
     /// or never reached the target).
-    fn trials_done(&mut self, stages: &[(String, f64)]) {
-        let secs = self.take_lap();
+    fn trials_done(&mut self, stages: &[(String, f64)], probe_s: f64) {
+        let secs = self.take_lap() - probe_s;
         self.out.push(("trial builds".into(), self.builds));
         for (name, s) in stages {
             self.out.push((format!("trial builds: {name}"), *s));

@@ -32,6 +32,11 @@ pub struct Device {
     pub reads_per_s: f64,
     /// Where the figure came from: "given", "probed FILE" or "assumed".
     pub source: String,
+    /// Reads a second at the larger page sizes the trials read in, probed
+    /// the same way (`probe_pages`); a size without one is counted by its
+    /// bytes ([`Device::rate`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<(usize, f64)>,
 }
 
 impl Device {
@@ -42,23 +47,64 @@ impl Device {
             return Device {
                 reads_per_s: r,
                 source: "given".into(),
+                pages: Vec::new(),
             };
         }
         let probed = file.and_then(|f| {
-            let mut p =
-                stratavec_io::probe::ProbeParams::new(4096, PROBE_DEPTH, threads.max(1), PROBE);
-            p.warmup = PROBE / 2;
-            let r = stratavec_io::probe::random_reads(&f, &p).ok()?;
+            let (rate, backend) = probe_at(&f, 4096, threads)?;
             Some(Device {
-                reads_per_s: r.reads_per_s,
-                source: format!("probed {} ({})", f.display(), r.backend),
+                reads_per_s: rate,
+                source: format!("probed {} ({backend})", f.display()),
+                pages: Vec::new(),
             })
         });
-        probed.filter(|d| d.reads_per_s > 0.0).unwrap_or(Device {
+        probed.unwrap_or(Device {
             reads_per_s: ASSUMED_READS_PER_S,
             source: "assumed".into(),
+            pages: Vec::new(),
         })
     }
+
+    /// Probes the rate at each `(page size, file)` above 4 KiB, where the
+    /// 4 KiB rate was probed too (a given or assumed rate is not
+    /// measured, so the larger sizes are counted by their bytes).
+    pub fn probe_pages(&mut self, files: &[(usize, PathBuf)], threads: usize) {
+        if !self.source.starts_with("probed") {
+            return;
+        }
+        for (page, file) in files {
+            let known = self.pages.iter().any(|(p, _)| p == page);
+            if *page <= 4096 || known {
+                continue;
+            }
+            if let Some((rate, _)) = probe_at(file, *page, threads) {
+                self.pages.push((*page, rate));
+            }
+        }
+    }
+
+    /// Reads a second of `page_size` bytes: the probed rate at that size,
+    /// else the 4 KiB rate scaled by the bytes (at depth a device moves
+    /// about the same bytes a second whatever the read's size, so an
+    /// unprobed 8 KB read is counted as two of 4 KB).
+    pub fn rate(&self, page_size: usize) -> f64 {
+        if page_size <= 4096 {
+            return self.reads_per_s;
+        }
+        match self.pages.iter().find(|(p, _)| *p == page_size) {
+            Some(&(_, r)) => r,
+            None => self.reads_per_s * 4096.0 / page_size as f64,
+        }
+    }
+}
+
+/// Random reads a second of `page` bytes from `file` at the searches'
+/// depth, and the backend that read them; `None` when it cannot be read.
+fn probe_at(file: &std::path::Path, page: usize, threads: usize) -> Option<(f64, String)> {
+    let mut p = stratavec_io::probe::ProbeParams::new(page, PROBE_DEPTH, threads.max(1), PROBE);
+    p.warmup = PROBE / 2;
+    let r = stratavec_io::probe::random_reads(file, &p).ok()?;
+    (r.reads_per_s > 0.0).then(|| (r.reads_per_s, r.backend.to_string()))
 }
 
 /// A candidate's predicted figures at the target recall.
@@ -74,7 +120,7 @@ pub struct Prediction {
 
 /// `trial`'s prediction on `device` with `threads` searching.
 pub fn predict(trial: &Trial, device: &Device, threads: usize) -> Prediction {
-    let io_s = trial.reads / device.reads_per_s;
+    let io_s = trial.reads / device.rate(trial.page_size);
     let cpu_s = trial.cpu_us * 1e-6 / threads.max(1) as f64;
     let (per_query, bound) = match io_s >= cpu_s {
         true => (io_s, "device"),
@@ -137,6 +183,9 @@ pub fn pick(
         if t.pipelined {
             pq.push_str(" with the pipelined refinement");
         }
+        if !t.layout.is_default() {
+            pq.push_str(&format!(" in {} pages", layout_words(t)));
+        }
         format!(
             "{}{pq} {head} at L {:.0}, {:.1} reads and {:.0} µs CPU a query",
             c.profile, t.complexity, t.reads, t.cpu_us
@@ -152,6 +201,62 @@ pub fn pick(
     (best.profile.clone(), why)
 }
 
+/// A trial's layout in words: "8192-byte", "f16 4096-byte".
+fn layout_words(t: &Trial) -> String {
+    match t.layout.store {
+        Some(s) => format!("{s} {}-byte", t.page_size),
+        None => format!("{}-byte", t.page_size),
+    }
+}
+
+/// `c`'s figure as a share of the best candidate's (1 for the best; QPS
+/// over the best QPS, or the best p50 over its p50); `None` without a
+/// prediction.
+pub fn share_of_best(
+    c: &super::Candidate,
+    candidates: &[super::Candidate],
+    objective: Objective,
+) -> Option<f64> {
+    let mine = score(c, objective)?;
+    let best = candidates
+        .iter()
+        .filter_map(|o| score(o, objective))
+        .fold(f64::NEG_INFINITY, f64::max);
+    Some(match objective {
+        Objective::Throughput => mine / best,
+        // Scores are negated latencies.
+        Objective::Latency => best / mine,
+    })
+}
+
+/// Says of each candidate but `chosen` why it was not chosen: its
+/// predicted figure against the chosen one's, and what bounds it (its
+/// reads at the device's rate, or its CPU) — or why it had no figure.
+pub fn why_not(candidates: &mut [super::Candidate], chosen: &str, objective: Objective) {
+    let shares: Vec<Option<f64>> = candidates
+        .iter()
+        .map(|c| share_of_best(c, candidates, objective))
+        .collect();
+    for (c, share) in candidates.iter_mut().zip(shares) {
+        if c.profile == chosen {
+            continue;
+        }
+        c.why_not = Some(match (&c.trial, &c.predicted, share) {
+            (Some(t), Some(p), Some(share)) => {
+                let figure = match objective {
+                    Objective::Throughput => format!("{:.0} QPS", p.qps),
+                    Objective::Latency => format!("p50 {:.0} µs", p.p50_us.unwrap_or(0.0)),
+                };
+                format!(
+                    "predicted {figure}, {share:.2}x the chosen's: {}-bound at {:.1} reads of {} bytes and {:.0} µs CPU a query ({})",
+                    p.bound, t.reads, t.page_size, t.cpu_us, t.label()
+                )
+            }
+            _ => c.skipped.clone().unwrap_or_else(|| "no prediction".into()),
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +267,8 @@ mod tests {
             pq_bytes: None,
             exrabitq_bits: None,
             pipelined: false,
+            layout: Default::default(),
+            page_size: 4096,
             complexity: 30.0,
             reads,
             cpu_us,
@@ -176,6 +283,7 @@ mod tests {
         Device {
             reads_per_s: r,
             source: "given".into(),
+            pages: Vec::new(),
         }
     }
 
@@ -198,6 +306,7 @@ mod tests {
             predicted: Some(predict(&t, &d, 2)),
             trial: Some(t),
             skipped: None,
+            why_not: None,
         };
         let cs = vec![
             cand("diskann", trial(30.0, 200.0, Some(900.0))),
@@ -208,11 +317,48 @@ mod tests {
                 trial: None,
                 predicted: None,
                 skipped: Some("failed".into()),
+                why_not: None,
             },
         ];
         assert_eq!(pick(&cs, Objective::Throughput, 0.95).0, "gorgeous");
         assert_eq!(pick(&cs, Objective::Latency, 0.95).0, "pipeann");
         let none = pick(&cs[3..], Objective::Throughput, 0.95);
         assert_eq!(none.0, crate::profile::DEFAULT);
+        // Every other candidate says why not, against the chosen one.
+        let mut cs = cs;
+        let (chosen, _) = pick(&cs, Objective::Throughput, 0.95);
+        why_not(&mut cs, &chosen, Objective::Throughput);
+        for c in &cs {
+            assert_eq!(c.why_not.is_none(), c.profile == chosen, "{c:?}");
+        }
+        let diskann = cs[0].why_not.as_deref().unwrap();
+        // 30 reads at 100k/s: 3,333 QPS against gorgeous's 8,000.
+        assert!(diskann.contains("0.42x the chosen's"), "{diskann}");
+        assert!(diskann.contains("device-bound at 30.0 reads of 4096 bytes"));
+        assert_eq!(cs[3].why_not.as_deref(), Some("failed"));
+        let share = share_of_best(&cs[2], &cs, Objective::Latency).unwrap();
+        assert!((share - 1.0).abs() < 1e-12);
+        let share = share_of_best(&cs[1], &cs, Objective::Latency).unwrap();
+        assert!((share - 500.0 / 700.0).abs() < 1e-12);
+    }
+
+    /// A read of a larger page is counted at the rate probed for its size,
+    /// else as its bytes' worth of 4 KiB reads.
+    #[test]
+    fn a_larger_page_is_counted_at_its_probed_rate_else_by_its_bytes() {
+        let mut d = device(100_000.0);
+        assert_eq!(d.rate(4096), 100_000.0);
+        assert_eq!(d.rate(8192), 50_000.0);
+        d.pages.push((8192, 70_000.0));
+        assert_eq!(d.rate(8192), 70_000.0);
+        assert_eq!(d.rate(16384), 25_000.0);
+        let mut t = trial(14.0, 100.0, None);
+        t.page_size = 8192;
+        // 14 reads at 70k/s: 200 µs, above the CPU's 50.
+        let p = predict(&t, &d, 2);
+        assert!((p.qps - 5_000.0).abs() < 1e-6, "{p:?}");
+        // A given rate is not probed further.
+        d.probe_pages(&[(16384, PathBuf::from("/nonexistent"))], 1);
+        assert_eq!(d.pages.len(), 1);
     }
 }

@@ -5,8 +5,9 @@
 //! the objective asks for it — is what the planner predicts from.
 
 use super::sample::{Sample, K};
+use super::variants::Layout;
 use super::Objective;
-use crate::data::Vectors;
+use crate::data::{DType, Vectors};
 use crate::error::Result;
 use crate::graph::{BuildStats, Graph};
 use crate::index::build::{build_over_graph, BuildParams};
@@ -61,6 +62,13 @@ pub struct Trial {
     /// for the latency objective, `super::refinements`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipelined: bool,
+    /// Its layout where not the profile's default (`super::variants`).
+    #[serde(default, skip_serializing_if = "Layout::is_default")]
+    pub layout: Layout,
+    /// The page size its index read in (what the device's rate is taken
+    /// at, `predict::Device::rate`).
+    #[serde(default = "default_page_size")]
+    pub page_size: usize,
     /// The list size where the recall crosses the target (interpolated).
     pub complexity: f64,
     pub reads: f64,
@@ -76,19 +84,28 @@ pub struct Trial {
     pub points: Vec<Point>,
 }
 
+/// Reports written before trials kept their page size read 4 KB pages
+/// but laser's.
+fn default_page_size() -> usize {
+    4096
+}
+
 impl Trial {
-    /// Its codes and refinement in a few characters (`pq96`, `exrq4`,
-    /// `exrq4+pipe`), for a report's table.
+    /// Its codes, refinement and layout in a few characters (`pq96`,
+    /// `exrq4+pipe`, `pq48 f16 8K`), for a report's table.
     pub fn label(&self) -> String {
-        let codes = match (self.pq_bytes, self.exrabitq_bits) {
+        let mut out = match (self.pq_bytes, self.exrabitq_bits) {
             (_, Some(b)) => format!("exrq{b}"),
             (Some(m), None) => format!("pq{m}"),
             (None, None) => String::new(),
         };
-        match self.pipelined {
-            true => format!("{codes}+pipe"),
-            false => codes,
+        if self.pipelined {
+            out.push_str("+pipe");
         }
+        if !self.layout.is_default() {
+            out = format!("{out} {}", self.layout.label()).trim().to_string();
+        }
+        out
     }
 }
 
@@ -192,26 +209,45 @@ pub(crate) fn sweep(
     Ok(points)
 }
 
-/// Lays `profile`'s parts (with the `codes` given) over the sample's
-/// `graph` into `dir` and searches it once a refinement of `pipelined`
+/// One trial to run: a profile with its codes and layout, the
+/// refinements it is searched with, and where its sweep starts
+/// ([`start`]).
+pub struct Try<'a> {
+    pub profile: &'a str,
+    pub codes: super::Codes,
+    pub layout: Layout,
+    pub pipes: &'a [bool],
+    pub hint: Option<f64>,
+}
+
+/// Lays `t.profile`'s parts (with the `codes` and `layout` given) over the sample's
+/// `graph` into `dir` and searches it once a refinement of `t.pipes`
 /// (the profile's own search, or with the pipelined refinement), each from
 /// the list size `hint` suggests ([`start`]): a trial each, `None` where
 /// no list size tried reaches the target. One build serves every search.
 pub fn run(
-    profile: &str,
-    codes: super::Codes,
-    pipelined: &[bool],
+    t: &Try,
     dir: &Path,
     s: &TrialSetup,
     graph: &(Graph, BuildStats),
-    hint: Option<f64>,
 ) -> Result<Vec<Option<Trial>>> {
+    let Try {
+        profile,
+        codes,
+        layout,
+        pipes: pipelined,
+        hint,
+    } = *t;
     let sample = s.sample;
     let mut params = BuildParams {
         memory_budget: Some(sample.budget as u64),
         ..s.base.with_profile(profile)
     };
     params.exrabitq_bits = codes.exrabitq.or(params.exrabitq_bits);
+    layout.apply(&mut params);
+    let page_size = crate::index::fit::fit(&params, sample.len(), sample.dim, DType::F32)?
+        .0
+        .page_size;
     // Each search asks for its refinement itself (`measure`); the build
     // does not measure it (`index::stages::refinement`).
     params.pipelined_refinement = false;
@@ -268,6 +304,8 @@ pub fn run(
             t.pq_bytes = codes.pq;
             t.exrabitq_bits = codes.exrabitq;
             t.pipelined = pipe;
+            t.layout = layout;
+            t.page_size = page_size;
             t.build_s = build_s;
             t.search_s = search_s;
             t.points = points;
@@ -371,6 +409,8 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
         pq_bytes: None,
         exrabitq_bits: None,
         pipelined: false,
+        layout: Layout::default(),
+        page_size: default_page_size(),
         complexity: lerp(a.complexity as f64, b.complexity as f64),
         reads: lerp(a.reads, b.reads),
         cpu_us: lerp(a.cpu_us, b.cpu_us),

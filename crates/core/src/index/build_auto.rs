@@ -86,6 +86,18 @@ pub(super) fn resolve(
             format!("true: {profile}'s best on the planner's sample at one query a thread searched with it (auto_plan)"),
         );
     }
+    // The layout its best trial had, where it was not the profile's own
+    // (`autoplan::variants`).
+    if let Some(l) = plan.as_ref().map(|p| p.layout).filter(|l| !l.is_default()) {
+        l.apply(&mut out);
+        chosen.insert(
+            "layout".into(),
+            format!(
+                "{}: {profile}'s best on the planner's sample among the stored types and page sizes it was tried in (auto_plan)",
+                l.label()
+            ),
+        );
+    }
     Ok((out, plan, chosen))
 }
 
