@@ -58,8 +58,19 @@ fn auto_tries_every_candidate_and_builds_the_one_it_chose() {
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap();
     assert_eq!(&plan.chosen, best.1);
+    // Every candidate but the chosen says why it was not.
+    for c in &plan.candidates {
+        assert_eq!(c.why_not.is_none(), c.profile == plan.chosen, "{c:?}");
+    }
     let m = Manifest::read(&dir).unwrap();
     assert_eq!(m.build.profile, plan.chosen);
+    // The layout its best trial had is the one built.
+    if let Some(s) = plan.layout.store {
+        assert_eq!(m.build.store, Some(s));
+    }
+    if let Some(p) = plan.layout.page_size {
+        assert_eq!(m.build.page_size, p);
+    }
     assert!(
         m.chosen["profile"].starts_with(&plan.chosen),
         "{:?}",
