@@ -64,10 +64,15 @@ def table(path: str) -> list[str]:
             cells = [f"{name}{mark}{best_mark}", str(pq),
                      f"{p['qps']:,.0f} ({p.get('qps_min', p['qps']):,.0f}–{p.get('qps_max', p['qps']):,.0f}) "
                      f"· L={p['L']}", f"{p['reads_per_query']:.1f}"]
-        bits = (c.get("trial") or {}).get("exrabitq_bits")
-        tried = f" ({bits}-bit ex-RaBitQ)" if bits else ""
+        trial = c.get("trial") or {}
+        bits = trial.get("exrabitq_bits")
+        layout = layout_words(trial.get("layout"))
+        tried = ", ".join(w for w in [f"{bits}-bit ex-RaBitQ" if bits else "", layout] if w)
+        tried = f" ({tried})" if tried else ""
+        # Set against the measured only where the trial was the profile as
+        # the bench built it (its own codes and layout).
         cells += [f"{pred:,.0f}{tried}" if pred else (c.get("skipped") or "—"),
-                  f"{pred / p['qps']:.2f}" if pred and p and not bits else "—",
+                  f"{pred / p['qps']:.2f}" if pred and p and not bits and not layout else "—",
                   rounds.ratio_cell(auto_rows, rs, TARGET)]
         out.append("| " + " | ".join(cells) + " |")
     a = rounds.at_recall(rounds.collapse(auto_rows), TARGET)
@@ -79,13 +84,32 @@ def table(path: str) -> list[str]:
     return out + [""]
 
 
+def layout_words(layout: dict | None) -> str:
+    """A trial's or plan's layout where not its profile's default, in
+    words: `f16 records, 8192-byte pages` (empty for the default)."""
+    layout = layout or {}
+    words = []
+    if layout.get("store"):
+        words.append(f"{layout['store']} records")
+    if layout.get("page_size"):
+        words.append(f"{layout['page_size']}-byte pages")
+    if layout.get("code_dim"):
+        words.append(f"{layout['code_dim']}-d codes")
+    return ", ".join(words)
+
+
 def codes_of(rows: list[dict]) -> str:
     """The codes a build estimates from, in words: `4-bit extended RaBitQ`
-    or `64 PQ bytes` (from its rows' build parameters)."""
+    or `64 PQ bytes` (from its rows' build parameters), and for an auto
+    build the layout its plan chose where not the profile's own."""
     bp = (rows[0].get("build_params") or {}) if rows else {}
     if bp.get("exrabitq_bits"):
-        return f"{bp['exrabitq_bits']}-bit extended RaBitQ"
-    return f"{bp.get('pq_bytes', '—')} PQ bytes"
+        codes = f"{bp['exrabitq_bits']}-bit extended RaBitQ"
+    else:
+        codes = f"{bp.get('pq_bytes', '—')} PQ bytes"
+    plan = plan_of(rows) or {}
+    layout = layout_words(plan.get("layout"))
+    return f"{codes}, {layout}" if layout else codes
 
 
 def build_cells(auto_rows: list[dict], fixed: dict, chosen: str | None) -> list[str]:

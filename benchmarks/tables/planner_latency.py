@@ -41,7 +41,10 @@ def parts(row: dict) -> str:
     codes = (f"{bp['exrabitq_bits']}-bit ex-RaBitQ" if bp.get("exrabitq_bits")
              else f"{bp.get('pq_bytes', '—')} PQ bytes")
     refine = ", pipelined" if row.get("two_stage") and row.get("pipelined") else ""
-    return f"{bp.get('profile', '?')}, {codes}{refine}"
+    layout = ((row.get("build") or {}).get("auto_plan") or {}).get("layout") or {}
+    words = [f"{layout['store']} records"] if layout.get("store") else []
+    words += [f"{layout['page_size']}-byte pages"] if layout.get("page_size") else []
+    return ", ".join([f"{bp.get('profile', '?')}", codes + refine] + words)
 
 
 def predicted(plan: dict, row: dict) -> str:

@@ -64,3 +64,20 @@ def test_the_summary_gives_the_choice_the_ratio_and_the_plans_cost(tmp_path):
 
 def test_no_rows_names_the_run(tmp_path):
     assert T.RUN in T.render(str(tmp_path))
+
+
+def test_a_planned_layout_is_named_and_not_set_against_the_default_build(tmp_path):
+    rs = rows()
+    for r in rs:
+        if r.get("system") == "stratavec-auto":
+            p = r["build"]["auto_plan"]
+            p["layout"] = {"store": "f16"}
+            p["candidates"][1]["trial"] = {"layout": {"store": "f16"}, "page_size": 4096}
+            r["build_params"] = {"pq_bytes": 96}
+    (tmp_path / "planner-384-0.05.jsonl").write_text("\n".join(json.dumps(r) for r in rs) + "\n")
+    text = T.render(str(tmp_path))
+    # The prediction was for f16 records: no ratio against the default build.
+    assert "| 4,000 (f16 records) | — |" in text, text
+    assert "auto (starling, 96 PQ bytes, f16 records)" in text, text
+    assert T.layout_words({"page_size": 8192, "code_dim": 256}) == "8192-byte pages, 256-d codes"
+    assert T.layout_words(None) == ""
