@@ -380,37 +380,7 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
     let mut device = Device::probe(pages, input.threads, input.base.device_reads_per_s);
     let mut probe_s = probe.elapsed().as_secs_f64();
     let leaders = best_sizes(&tried, &device, input.threads, setup.objective);
-    let contenders = contenders(&leaders, setup.objective);
-    for c in contenders {
-        let t = c.trial.as_ref().expect("a contender has a trial");
-        let codes = Codes {
-            pq: t.pq_bytes,
-            exrabitq: t.exrabitq_bits,
-        };
-        let profile = crate::profile::planned()
-            .into_iter()
-            .find(|p| *p == c.profile);
-        let Some(profile) = profile else { continue };
-        let layouts = variants::variants(profile, input.base, sample.len(), input.dim)?;
-        for layout in layouts {
-            let dir = input.work.join(format!(
-                "{}-{}",
-                codes.name(profile),
-                layout.label().replace(' ', "-")
-            ));
-            let pipes = [t.pipelined];
-            let try_ = Try {
-                profile,
-                codes,
-                layout,
-                pipes: &pipes,
-                hint: Some(t.complexity),
-            };
-            for t in run_trial(&try_, &dir, &setup, &graph, &mut stages)? {
-                tried.push((profile, dir.clone(), t.0, t.1));
-            }
-        }
-    }
+    try_layouts(&leaders, input, &setup, &graph, &mut stages, &mut tried)?;
     let probe = std::time::Instant::now();
     let larger: Vec<(usize, PathBuf)> = tried
         .iter()
@@ -449,6 +419,52 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         seconds: t.elapsed().as_secs_f64(),
         stages: stages.done(),
     }))
+}
+
+/// Tries each contender (`contenders`) again in the layouts
+/// `variants::variants` gives it, with the codes and refinement of its
+/// best trial, adding those trials to `tried`.
+fn try_layouts<'a>(
+    leaders: &[Candidate],
+    input: &AutoInput,
+    setup: &TrialSetup,
+    graph: &(Graph, BuildStats),
+    stages: &mut Stages,
+    tried: &mut Vec<Tried<'a>>,
+) -> Result<()> {
+    for c in contenders(leaders, setup.objective) {
+        let t = c.trial.as_ref().expect("a contender has a trial");
+        let codes = Codes {
+            pq: t.pq_bytes,
+            exrabitq: t.exrabitq_bits,
+        };
+        let Some(profile) = crate::profile::planned()
+            .into_iter()
+            .find(|p| *p == c.profile)
+        else {
+            continue;
+        };
+        // A layout the fit refuses is not tried (`variants` keeps only
+        // those it takes); one it cannot judge leaves the defaults.
+        let layouts = variants::variants(profile, input.base, setup.sample.len(), input.dim)
+            .unwrap_or_default();
+        for layout in layouts {
+            let label = layout.label().replace(' ', "-");
+            let dir = input.work.join(format!("{}-{label}", codes.name(profile)));
+            let pipes = [t.pipelined];
+            let try_ = Try {
+                profile,
+                codes,
+                layout,
+                pipes: &pipes,
+                hint: Some(t.complexity),
+            };
+            for t in run_trial(&try_, &dir, setup, graph, stages)? {
+                tried.push((profile, dir.clone(), t.0, t.1));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `t` into `dir`: each refinement's trial, or why it has none. Only
