@@ -38,7 +38,7 @@ def table(path: str) -> list[str]:
     if plan is None:
         return out + ["_No `auto` rows with a plan in this file._", ""]
     predicted = {c["profile"]: c for c in plan.get("candidates", [])}
-    fixed = {s.replace("stratavec-", ""): rs for s, rs in per.items() if s != "stratavec-auto"}
+    fixed = fixed_profiles(per)
     at = {name: rounds.at_recall(rounds.collapse(rs), TARGET) for name, rs in fixed.items()}
     reached = {n: p for n, p in at.items() if p is not None}
     best = max(reached, key=lambda n: float(reached[n]["qps"])) if reached else None
@@ -81,6 +81,9 @@ def table(path: str) -> list[str]:
                 f"{a['reads_per_query']:.1f} reads a query"
                 + (f"; against the best fixed profile ({best}): {rounds.ratio_cell(auto_rows, fixed[best], TARGET)} "
                    f"(target ≥ 0.95×)" if best else "") + "."]
+    peers = peer_lines(per, auto_rows)
+    if peers:
+        out += [""] + peers
     return out + [""]
 
 
@@ -96,6 +99,29 @@ def layout_words(layout: dict | None) -> str:
     if layout.get("code_dim"):
         words.append(f"{layout['code_dim']}-d codes")
     return ", ".join(words)
+
+
+def fixed_profiles(per: dict) -> dict:
+    """The fixed profiles' rows by profile name: every stratavec system but
+    auto (peers such as hnswlib are set beside auto apart, `peer_lines`)."""
+    return {s.replace("stratavec-", ""): rs for s, rs in per.items()
+            if s.startswith("stratavec-") and s != "stratavec-auto"}
+
+
+def peer_lines(per: dict, auto_rows: list[dict]) -> list[str]:
+    """auto against each peer in the same run (hnswlib holding everything
+    in RAM), round by round, with both QPS at the target."""
+    out = []
+    a = rounds.at_recall(rounds.collapse(auto_rows), TARGET)
+    for s, rs in per.items():
+        if s.startswith("stratavec-"):
+            continue
+        p = rounds.at_recall(rounds.collapse(rs), TARGET)
+        qps = f"{p['qps']:,.0f} QPS" if p else "never reached"
+        mine = f"{a['qps']:,.0f}" if a else "never"
+        out.append(f"auto against {s} in the same run (everything in RAM): {mine} against {qps}, "
+                   f"{rounds.ratio_cell(auto_rows, rs, TARGET)}.")
+    return out
 
 
 def codes_of(rows: list[dict]) -> str:
@@ -138,7 +164,7 @@ def summary_row(path: str) -> str | None:
     auto_rows = per.get("stratavec-auto", [])
     if plan is None or not auto_rows:
         return None
-    fixed = {s.replace("stratavec-", ""): rs for s, rs in per.items() if s != "stratavec-auto"}
+    fixed = fixed_profiles(per)
     at = {n: rounds.at_recall(rounds.collapse(rs), TARGET) for n, rs in fixed.items()}
     reached = {n: p for n, p in at.items() if p is not None}
     best = max(reached, key=lambda n: float(reached[n]["qps"])) if reached else None

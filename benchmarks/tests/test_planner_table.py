@@ -81,3 +81,13 @@ def test_a_planned_layout_is_named_and_not_set_against_the_default_build(tmp_pat
     assert "auto (starling, 96 PQ bytes, f16 records)" in text, text
     assert T.layout_words({"page_size": 8192, "code_dim": 256}) == "8192-byte pages, 256-d codes"
     assert T.layout_words(None) == ""
+
+
+def test_a_peer_is_set_beside_auto_not_among_the_fixed_profiles(tmp_path):
+    rs = rows()
+    rs += [search("hnswlib", rnd, 30, 0.96, 2500) for rnd in range(2)]
+    (tmp_path / "planner-384-0.2.jsonl").write_text("\n".join(json.dumps(r) for r in rs) + "\n")
+    text = T.render(str(tmp_path))
+    assert "| hnswlib" not in text, text
+    assert "against the best fixed profile (starling)" in text, text
+    assert "auto against hnswlib in the same run (everything in RAM): 2,000 against 2,500 QPS, 0.80× (0.79–0.81)" in text, text
