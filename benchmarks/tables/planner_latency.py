@@ -15,6 +15,7 @@ import re
 import rounds
 from tables.laser import lowest_p50
 from tables.pipeann import p50_ratios
+from tables.planner import layout_words
 
 TARGET = 0.95
 RUN = "python3 benchmarks/bench.py run benchmarks/scenarios/planner.toml --runs minilm-latency,..."
@@ -41,10 +42,8 @@ def parts(row: dict) -> str:
     codes = (f"{bp['exrabitq_bits']}-bit ex-RaBitQ" if bp.get("exrabitq_bits")
              else f"{bp.get('pq_bytes', '—')} PQ bytes")
     refine = ", pipelined" if row.get("two_stage") and row.get("pipelined") else ""
-    layout = ((row.get("build") or {}).get("auto_plan") or {}).get("layout") or {}
-    words = [f"{layout['store']} records"] if layout.get("store") else []
-    words += [f"{layout['page_size']}-byte pages"] if layout.get("page_size") else []
-    return ", ".join([f"{bp.get('profile', '?')}", codes + refine] + words)
+    words = layout_words(((row.get("build") or {}).get("auto_plan") or {}).get("layout"))
+    return ", ".join(w for w in [f"{bp.get('profile', '?')}", codes + refine, words] if w)
 
 
 def predicted(plan: dict, row: dict) -> str:
