@@ -48,11 +48,16 @@ use crate::util::rng::Rng;
 use rayon::prelude::*;
 use std::io::{self, Read, Write};
 
-const MAGIC: &[u8; 8] = b"STRVXRQ1";
+/// The file's magic: version 2 keeps the measured ε₀ after `n`; a
+/// version 1 file (no ε₀) reads with [`EPSILON0`].
+const MAGIC: &[u8; 8] = b"STRVXRQ2";
+const MAGIC_V1: &[u8; 8] = b"STRVXRQ1";
 
-/// The confidence parameter of the bounds the search settles with:
-/// 3.5 standard deviations of the estimator's error (about 0.05% of nearly
-/// orthogonal pairs fail it, fewer of the correlated ones that matter).
+/// The confidence parameter of the bounds when none was measured (too
+/// little data, or a version 1 file): 3.5 standard deviations of the
+/// estimator's error (about 0.05% of nearly orthogonal pairs fail it, fewer
+/// of the correlated ones that matter). A trained quantizer measures its
+/// own on its data's near pairs ([`super::exrabitq_eps`]).
 pub const EPSILON0: f32 = 3.5;
 
 /// Rescaling factors tried per vector (module notes).
@@ -74,6 +79,9 @@ pub struct ExRabitQ {
     pub codes: Vec<u8>,
     /// Per vector: `‖o − c‖`, `1/(‖ō‖·⟨ō_n,o'⟩)`, the error's unit.
     pub factors: Vec<Factors>,
+    /// The ε₀ the search's bounds are taken at: measured on the training
+    /// data's near pairs (`exrabitq_eps`), or [`EPSILON0`].
+    pub eps: f32,
 }
 
 /// The rotation P, its values rounded to f16: held as an f16 matrix whose
@@ -285,7 +293,8 @@ pub fn quantize_unit(u: &[f32], bits: usize, code: &mut [u8]) -> (f32, f32) {
 
 impl ExRabitQ {
     /// Trains the centre and rotation on `data` and encodes every row at
-    /// `bits` a dimension.
+    /// `bits` a dimension; the bound's ε₀ is measured with rows standing in
+    /// for queries (`exrabitq_eps`).
     pub fn train(data: &[f32], dim: usize, bits: usize, metric: Metric, seed: u64) -> ExRabitQ {
         assert!(BITS.contains(&bits), "exrabitq: bits must be 1..=8");
         assert!(dim > 1 && data.len().is_multiple_of(dim));
@@ -301,8 +310,10 @@ impl ExRabitQ {
             rotation: Rotation::new(&p.iter().map(|&x| x as f32).collect::<Vec<_>>(), dim),
             codes: Vec::new(),
             factors: Vec::new(),
+            eps: EPSILON0,
         };
         q.encode_all(data);
+        q.eps = super::exrabitq_eps::calibrate(&q, data);
         q
     }
 
@@ -436,14 +447,15 @@ impl ExRabitQ {
     }
 
     /// Writes the quantizer and its codes (little-endian): magic
-    /// "STRVXRQ1", u32 dim, bits, metric (0 L2, 1 inner product), n;
-    /// centre, rotation, n x 3 f32 factors, then the codes.
+    /// "STRVXRQ2", u32 dim, bits, metric (0 L2, 1 inner product), n, f32
+    /// ε₀; centre, rotation, n x 3 f32 factors, then the codes.
     pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
         w.write_all(MAGIC)?;
         let metric = u32::from(self.metric == Metric::InnerProduct);
         for v in [self.dim, self.bits, metric as usize, self.len()] {
             w.write_all(&(v as u32).to_le_bytes())?;
         }
+        w.write_all(&self.eps.to_le_bytes())?;
         write_f32s(w, &self.centre)?;
         write_f32s(w, &self.rotation.values)?;
         let flat: Vec<f32> = self.factors.iter().flat_map(|f| f.get()).collect();
@@ -457,9 +469,9 @@ impl ExRabitQ {
     pub fn read(r: &mut impl Read, n: usize, dim: usize, metric: Metric) -> io::Result<ExRabitQ> {
         let mut magic = [0u8; 8];
         read_field(r, &mut magic, "magic")?;
-        if &magic != MAGIC {
+        if &magic != MAGIC && &magic != MAGIC_V1 {
             return Err(invalid(format!(
-                "exrabitq: magic is {magic:?}, expected \"STRVXRQ1\""
+                "exrabitq: magic is {magic:?}, expected \"STRVXRQ2\" (or \"STRVXRQ1\")"
             )));
         }
         let expect = |field: &str, want: usize, got: u32| match got as usize == want {
@@ -478,6 +490,10 @@ impl ExRabitQ {
         let ip = u32::from(metric == Metric::InnerProduct);
         expect("metric", ip as usize, read_u32(r, "metric")?)?;
         expect("n", n, read_u32(r, "n")?)?;
+        let eps = match &magic == MAGIC {
+            true => read_eps(r)?,
+            false => EPSILON0,
+        };
         let centre = read_f32s(r, dim, "exrabitq: centre")?;
         let rotation = read_f32s(r, dim * dim, "exrabitq: rotation")?;
         let flat = read_f32s(r, n * 3, "exrabitq: factors")?;
@@ -494,7 +510,21 @@ impl ExRabitQ {
                 .chunks_exact(3)
                 .map(|f| Factors::read([f[0], f[1], f[2]]))
                 .collect(),
+            eps,
         })
+    }
+}
+
+/// A version 2 file's ε₀: positive and finite, or the file is refused.
+fn read_eps(r: &mut impl Read) -> io::Result<f32> {
+    let mut b = [0u8; 4];
+    read_field(r, &mut b, "exrabitq: eps")?;
+    let eps = f32::from_le_bytes(b);
+    match eps.is_finite() && eps > 0.0 {
+        true => Ok(eps),
+        false => Err(invalid(format!(
+            "exrabitq: eps is {eps}, expected a positive finite ε₀"
+        ))),
     }
 }
 
@@ -608,7 +638,7 @@ impl Quantizer for ExRabitQ {
         err: &mut [f32],
     ) -> bool {
         for ((e, b), &id) in est.iter_mut().zip(err.iter_mut()).zip(ids) {
-            (*e, *b) = self.estimate_bound(table, id, EPSILON0);
+            (*e, *b) = self.estimate_bound(table, id, self.eps);
         }
         true
     }

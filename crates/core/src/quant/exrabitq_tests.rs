@@ -230,6 +230,76 @@ fn round_trip_and_errors_name_the_field() {
     assert_eq!(grown.codes[100 * cb..], q.codes[..cb]);
 }
 
+#[test]
+fn a_version_1_file_reads_with_the_default_eps_and_a_bad_eps_is_named() {
+    let dim = 16;
+    let base = gaussian(100, dim, 10);
+    let mut q = ExRabitQ::train(&base, dim, 3, Metric::L2, 1);
+    q.eps = 2.5;
+    let mut bytes = Vec::new();
+    q.write(&mut bytes).unwrap();
+    // Version 1: its magic, and no ε₀ after the five header words.
+    let header = 8 + 4 * 4;
+    let mut v1 = b"STRVXRQ1".to_vec();
+    v1.extend_from_slice(&bytes[8..header]);
+    v1.extend_from_slice(&bytes[header + 4..]);
+    let back = ExRabitQ::read(&mut v1.as_slice(), 100, dim, Metric::L2).unwrap();
+    assert_eq!(back.eps, EPSILON0);
+    assert_eq!(
+        (back.codes, back.factors),
+        (q.codes.clone(), q.factors.clone())
+    );
+    let mut bad = bytes.clone();
+    bad[header..header + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let e = ExRabitQ::read(&mut bad.as_slice(), 100, dim, Metric::L2).unwrap_err();
+    assert!(e.to_string().contains("eps is NaN"), "{e}");
+}
+
+/// The share of each query's `near` nearest rows of `base` whose exact
+/// distance falls outside the estimate's bound at the quantizer's own ε₀.
+fn near_violations(q: &ExRabitQ, base: &[f32], queries: &[f32], near: usize) -> f64 {
+    let dim = q.dim;
+    let (mut out, mut total) = (0usize, 0usize);
+    let mut t = QueryTable::default();
+    for qv in queries.chunks(dim) {
+        q.prepare(qv, &mut t);
+        let mut d: Vec<(f32, usize)> = base
+            .chunks(dim)
+            .enumerate()
+            .map(|(i, x)| (l2(qv, x), i))
+            .collect();
+        d.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for &(exact, i) in &d[..near] {
+            let (est, bound) = q.estimate_bound(&t, i as u32, q.eps);
+            out += usize::from((est - exact).abs() > bound);
+            total += 1;
+        }
+    }
+    out as f64 / total as f64
+}
+
+#[test]
+fn the_measured_eps_holds_on_near_gaussian_pairs() {
+    let dim = 64;
+    let base = gaussian(4_000, dim, 5);
+    let queries = gaussian(100, dim, 6);
+    for bits in [2, 4] {
+        let q = ExRabitQ::train(&base, dim, bits, Metric::L2, 3);
+        let (lo, hi) = super::super::exrabitq_eps::RANGE;
+        assert!((lo..=hi).contains(&q.eps), "bits {bits}: eps {}", q.eps);
+        let out = near_violations(&q, &base, &queries, 50);
+        assert!(
+            out <= 0.001,
+            "bits {bits} eps {}: {:.4}%",
+            q.eps,
+            out * 100.0
+        );
+    }
+    // Too little data to measure: the default stands.
+    let small = ExRabitQ::train(&base[..30 * dim], dim, 4, Metric::L2, 3);
+    assert_eq!(small.eps, EPSILON0);
+}
+
 /// wordnet-minilm (20k or full, `STRATAVEC_WORDNET_DIR`): the bound holds
 /// on ≥ 99.9% of pairs of its queries and 5,000 of its vectors at the bits
 /// the planner tries.
@@ -260,4 +330,18 @@ fn the_bound_holds_on_real_embeddings() {
         assert!(out <= 0.001, "bits {bits}: {:.4}% outside", out * 100.0);
         assert!(bias.abs() < 0.01);
     }
+    // The ε₀ measured on the rows (exrabitq_eps) holds on ≥ 99.9% of the
+    // pairs a settled refinement decides: each real query's 100 nearest.
+    let n = (all.len() / dim).min(40_000);
+    let data = &all[..n * dim];
+    let q = ExRabitQ::train(data, dim, 4, Metric::L2, 1);
+    let queries = &qfile.as_f32().expect("f32 queries")[..200 * dim];
+    let out = near_violations(&q, data, queries, 100);
+    println!(
+        "wordnet near pairs, eps {:.3}: {:.4}% outside",
+        q.eps,
+        out * 100.0
+    );
+    assert!(q.eps < EPSILON0, "eps {}", q.eps);
+    assert!(out <= 0.001, "eps {}: {:.4}% outside", q.eps, out * 100.0);
 }

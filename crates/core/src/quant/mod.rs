@@ -6,6 +6,8 @@
 mod eigen;
 /// Extended RaBitQ: B-bit codes with an error bound (issue #57 item 2).
 pub mod exrabitq;
+/// The bound's ε₀ measured on the data's near pairs (issue #57 item 2).
+pub mod exrabitq_eps;
 pub mod kmeans;
 /// PCA split and RaBitQ neighbour codes for AlayaLaser-style node records (§3.2).
 pub mod pca;
@@ -78,8 +80,8 @@ pub trait Quantizer: Send + Sync {
     /// estimates (a no-op for estimators with nothing per vector in RAM).
     fn prefetch(&self, _ids: &[u32]) {}
     /// Estimates with an error bound each (`est[i] ± err[i]` holds the
-    /// exact distance of `ids[i]` on all but a stated share of pairs,
-    /// `exrabitq::EPSILON0`): false, and nothing written, for a quantizer
+    /// exact distance of `ids[i]` on all but a stated share of pairs:
+    /// `exrabitq_eps` measures it): false, and nothing written, for a quantizer
     /// without bounds.
     fn bounds_many(
         &self,
