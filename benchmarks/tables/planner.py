@@ -92,6 +92,8 @@ def layout_words(layout: dict | None) -> str:
     words: `f16 records, 8192-byte pages` (empty for the default)."""
     layout = layout or {}
     words = []
+    if layout.get("blocks"):
+        words.append("shuffled blocks")
     if layout.get("store"):
         words.append(f"{layout['store']} records")
     if layout.get("page_size"):

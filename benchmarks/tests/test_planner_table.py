@@ -81,6 +81,7 @@ def test_a_planned_layout_is_named_and_not_set_against_the_default_build(tmp_pat
     assert "auto (starling, 96 PQ bytes, f16 records)" in text, text
     assert T.layout_words({"page_size": 8192, "code_dim": 256}) == "8192-byte pages, 256-d codes"
     assert T.layout_words(None) == ""
+    assert T.layout_words({"blocks": True, "store": "f16"}) == "shuffled blocks, f16 records"
 
 
 def test_a_peer_is_set_beside_auto_not_among_the_fixed_profiles(tmp_path):

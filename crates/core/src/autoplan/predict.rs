@@ -201,11 +201,12 @@ pub fn pick(
     (best.profile.clone(), why)
 }
 
-/// A trial's layout in words: "8192-byte", "f16 4096-byte".
+/// A trial's layout in words: "8192-byte", "f16 4096-byte", "shuffled f16 4096-byte".
 fn layout_words(t: &Trial) -> String {
+    let shuffled = if t.layout.blocks { "shuffled " } else { "" };
     match t.layout.store {
-        Some(s) => format!("{s} {}-byte", t.page_size),
-        None => format!("{}-byte", t.page_size),
+        Some(s) => format!("{shuffled}{s} {}-byte", t.page_size),
+        None => format!("{shuffled}{}-byte", t.page_size),
     }
 }
 

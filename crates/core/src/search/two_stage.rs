@@ -91,6 +91,9 @@ pub struct TwoStageSearch {
     /// Vector reads (refinement) in flight, by node id: few (≤ ⌈σ·L⌉ plus
     /// the early ones that lost), so a vector beats a set.
     vectors_pending: Vec<u32>,
+    /// The page offset each of `vectors_pending` reads: a candidate whose
+    /// page is one of them comes with that read (`block_mates`).
+    pages_pending: Vec<u64>,
     /// Nodes whose vector the pipelined refinement read early.
     early: Vec<u32>,
     stage: Stage,
@@ -140,6 +143,7 @@ impl TwoStageSearch {
             pipelined: p.pipelined,
             more: false,
             vectors_pending: Vec::new(),
+            pages_pending: Vec::new(),
             early: Vec::new(),
             stage: Stage::Search,
             stats: QueryStats::default(),
@@ -177,6 +181,7 @@ impl TwoStageSearch {
         self.pipelined = p.pipelined;
         self.more = false;
         self.vectors_pending.clear();
+        self.pages_pending.clear();
         self.early.clear();
         self.stage = Stage::Search;
         self.stats = QueryStats::default();
@@ -405,12 +410,45 @@ impl TwoStageSearch {
                 false
             }
             None => {
-                reads.push(Read {
-                    key: id,
-                    span: ctx.layout.vector_span_of(id),
-                });
+                let span = ctx.layout.vector_span_of(id);
+                // Its page is on its way for another candidate, and brings
+                // its vector too (`block_mates`).
+                if self.pages_pending.contains(&span.offset) {
+                    return false;
+                }
+                reads.push(Read { key: id, span });
                 self.vectors_pending.push(id);
+                self.pages_pending.push(span.offset);
                 true
+            }
+        }
+    }
+
+    /// Whether `id`'s vector comes with a read already in flight for
+    /// another candidate on its page.
+    fn page_pending(&self, ctx: &SearchContext, id: u32) -> bool {
+        !self.pages_pending.is_empty()
+            && ctx.cache.get(id).is_none()
+            && self
+                .pages_pending
+                .contains(&ctx.layout.vector_span_of(id).offset)
+    }
+
+    /// The other records' vectors a read of `id`'s block brought: where
+    /// records are shuffled into blocks with their graph neighbours
+    /// (Starling §4.1), the candidates a refinement reads sit in few
+    /// blocks, and every vector of a block read gets its exact distance
+    /// free, as block search scores a whole page (Starling §4.2). A
+    /// candidate among them needs no read of its own (`refine_one`).
+    fn block_mates(&mut self, ctx: &SearchContext, id: u32, bytes: &[u8]) {
+        if !ctx.layout.records_hold_vectors() || ctx.layout.records_per_block() <= 1.0 {
+            return;
+        }
+        let mut mates = Vec::new();
+        ctx.layout.block_records(id, bytes, &mut mates);
+        for (other, record) in mates {
+            if other != id {
+                self.add_exact(other, ctx.layout.parse(record).vector);
             }
         }
     }
@@ -499,7 +537,9 @@ impl TwoStageSearch {
             let mut issued = false;
             for w in 0..self.wave.len() {
                 let id = self.pool[self.wave[w]].id;
-                issued |= self.vectors_pending.contains(&id) || self.refine_one(ctx, id, reads);
+                issued |= self.vectors_pending.contains(&id)
+                    || self.page_pending(ctx, id)
+                    || self.refine_one(ctx, id, reads);
             }
             self.sync_pool();
             if issued {
@@ -560,7 +600,9 @@ impl QueryState for TwoStageSearch {
         // expanded node, and a block read gives its node's exact distance).
         if let Some(at) = self.vectors_pending.iter().position(|&v| v == id) {
             self.vectors_pending.swap_remove(at);
+            self.pages_pending.swap_remove(at);
             self.add_exact(id, ctx.layout.vector_slice(id, bytes));
+            self.block_mates(ctx, id, bytes);
             if self.stage == Stage::Refine && self.vectors_pending.is_empty() {
                 match self.settling {
                     // The wave is back: the next one goes out at the next
@@ -575,6 +617,7 @@ impl QueryState for TwoStageSearch {
         if self.stage == Stage::Search {
             let node = ctx.layout.record(id, bytes);
             self.add_exact(id, node.vector);
+            self.block_mates(ctx, id, bytes);
             self.expand(ctx, id, node);
             // Lists the block replicates, of nodes waiting in the list:
             // expanded now, since they came free with this read.
@@ -663,11 +706,58 @@ mod tests {
         }
     }
 
+    /// In shuffled blocks a refinement read brings the vectors of the
+    /// records beside its target (`block_mates`): a candidate whose block
+    /// is on its way is not read again, every vector a read brought gets
+    /// its exact distance, and the result is still the exact top k of
+    /// every vector seen — with fewer reads than candidates.
+    #[test]
+    fn in_shuffled_blocks_a_read_scores_its_block_mates() {
+        let dim = 12;
+        let spec = SyntheticSpec {
+            n: 1500,
+            queries: 40,
+            dim,
+            clusters: 8,
+            seed: 9,
+        };
+        let params = BuildParams {
+            graph_degree: 16,
+            complexity: 32,
+            pq_bytes: 3,
+            pq_sample: 1500,
+            layout: Some(crate::layout::LayoutKind::Blocked),
+            shuffle: crate::layout::shuffle::Shuffle::Bnf,
+            ..BuildParams::for_profile("gorgeous")
+        };
+        let (dir, base, queries) = small_index(&spec, &params);
+        let (lists_only, _) = open_uncached(dir.path());
+        assert!(lists_only.layout().records_per_block() > 1.0);
+        for pipelined in [false, true] {
+            let (reads, unshared) = check_rerank(&lists_only, &base, &queries, dim, pipelined);
+            assert!(
+                reads < unshared,
+                "{reads} reads, {unshared} candidates unread"
+            );
+        }
+    }
+
     /// With `pipelined`, refinement reads go out during the search stage:
     /// the result is then the exact top k of every vector read (the final
     /// candidates and the early reads that lost), no completed read is
-    /// dropped, and the reads are the plain search's plus the waste.
-    fn check_rerank(index: &Index, base: &[f32], queries: &[f32], dim: usize, pipelined: bool) {
+    /// dropped, and the reads are the plain search's plus the waste. In
+    /// blocks of several records (`block_mates`) a read may bring other
+    /// candidates: at most that many reads, and more vectors seen. Returns
+    /// the reads and the candidates' reads without sharing, over all
+    /// queries.
+    fn check_rerank(
+        index: &Index,
+        base: &[f32],
+        queries: &[f32],
+        dim: usize,
+        pipelined: bool,
+    ) -> (usize, usize) {
+        let shared = index.layout().records_per_block() > 1.0;
         assert_eq!(index.adjacency.len(), 1500);
         let (l, k) = (40, 10);
         let sp = SearchParams {
@@ -704,6 +794,7 @@ mod tests {
         .unwrap();
         assert_eq!(finished.len(), 40);
         let mut early = 0;
+        let (mut reads, mut unshared) = (0, 0);
         for (qi, mut state, error) in finished {
             assert!(error.is_none(), "{error:?}");
             let q = &queries[qi * dim..(qi + 1) * dim];
@@ -717,10 +808,18 @@ mod tests {
                 .filter(|&&c| ctx.cache.get(c).is_some())
                 .count();
             let wasted = state.stats().wasted as usize;
-            assert_eq!(state.stats().reads as usize, l - cached + wasted);
+            let read = state.stats().reads as usize;
+            match shared {
+                true => assert!(read <= l - cached + wasted),
+                false => assert_eq!(read, l - cached + wasted),
+            }
+            (reads, unshared) = (reads + read, unshared + l - cached + wasted);
             if !pipelined {
                 assert_eq!(wasted, 0);
-                assert_eq!(state.exact.len(), l);
+                match shared {
+                    true => assert!(state.exact.len() >= l),
+                    false => assert_eq!(state.exact.len(), l),
+                }
             }
             // Each vector seen once, every final candidate among them.
             assert_eq!(state.stats().exact as usize, state.exact.len());
@@ -745,5 +844,6 @@ mod tests {
         } else if index.cached_nodes() == 0 {
             assert!(early > 0);
         }
+        (reads, unshared)
     }
 }
