@@ -109,6 +109,10 @@ pub struct AutoPlan {
     /// (`variants`); the build takes it.
     #[serde(default, skip_serializing_if = "Layout::is_default")]
     pub layout: Layout,
+    /// Why `layout` where a rule chose it, not a trial
+    /// (`variants::blocks_when_cached`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub layout_why: String,
     pub why: String,
     /// Seconds the whole plan took (trials, probe).
     pub seconds: f64,
@@ -402,11 +406,18 @@ pub fn choose(input: &AutoInput) -> Result<Option<AutoPlan>> {
         .iter()
         .find(|c| c.profile == chosen)
         .and_then(|c| c.trial.as_ref());
+    let blocks =
+        best.and_then(|t| variants::blocks_when_cached(&chosen, input.base, t, n, input.dim));
     Ok(Some(AutoPlan {
         pq_bytes: best.and_then(|t| t.pq_bytes),
         exrabitq_bits: best.and_then(|t| t.exrabitq_bits),
         pipelined: best.is_some_and(|t| t.pipelined),
-        layout: best.map(|t| t.layout).unwrap_or_default(),
+        layout: blocks
+            .as_ref()
+            .map(|b| b.0)
+            .or(best.map(|t| t.layout))
+            .unwrap_or_default(),
+        layout_why: blocks.map(|b| b.1).unwrap_or_default(),
         objective: setup.objective,
         target_recall: setup.target,
         sample: sample.len(),

@@ -265,10 +265,6 @@ mod tests {
 
     fn trial(reads: f64, cpu_us: f64, p50: Option<f64>) -> Trial {
         Trial {
-            pq_bytes: None,
-            exrabitq_bits: None,
-            pipelined: false,
-            layout: Default::default(),
             page_size: 4096,
             complexity: 30.0,
             reads,
@@ -276,7 +272,7 @@ mod tests {
             p50_us: p50,
             build_s: 1.0,
             search_s: 1.0,
-            points: Vec::new(),
+            ..Trial::default()
         }
     }
 

@@ -48,7 +48,7 @@ pub struct Point {
 
 /// A composition's figures at the target recall, interpolated between the
 /// two list sizes around it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
     /// The PQ bytes tried, where the planner chose them (`None`: the
     /// profile plans its own, or keeps no PQ codes).
@@ -69,6 +69,10 @@ pub struct Trial {
     /// at, `predict::Device::rate`).
     #[serde(default = "default_page_size")]
     pub page_size: usize,
+    /// The share of adjacency lists its index held in the sample's budget
+    /// (`variants::blocks_when_cached`); `None` in reports written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lists_cached: Option<f64>,
     /// The list size where the recall crosses the target (interpolated).
     pub complexity: f64,
     pub reads: f64,
@@ -290,6 +294,7 @@ pub fn run(
         ..Default::default()
     };
     let index = Index::open(dir, &opts)?;
+    let lists_cached = index.adjacency.len() as f64 / sample.len().max(1) as f64;
     let mut out = Vec::new();
     for &pipe in pipelined {
         let t = Instant::now();
@@ -306,6 +311,7 @@ pub fn run(
             t.pipelined = pipe;
             t.layout = layout;
             t.page_size = page_size;
+            t.lists_cached = Some(lists_cached);
             t.build_s = build_s;
             t.search_s = search_s;
             t.points = points;
@@ -411,6 +417,7 @@ pub fn at_target(points: &[Point], target: f64) -> Option<Trial> {
         pipelined: false,
         layout: Layout::default(),
         page_size: default_page_size(),
+        lists_cached: None,
         complexity: lerp(a.complexity as f64, b.complexity as f64),
         reads: lerp(a.reads, b.reads),
         cpu_us: lerp(a.cpu_us, b.cpu_us),

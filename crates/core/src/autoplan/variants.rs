@@ -17,21 +17,26 @@
 //! page size tried (`predict::Device`), so a larger page's reads are
 //! counted at what they cost.
 //!
-//! A two-stage candidate (gorgeous) is also tried with its records
+//! One layout is chosen by rule, not by trial: a two-stage candidate
+//! (gorgeous) whose trial held every adjacency list in RAM has its records
 //! shuffled into blocks (Starling §4.1) instead of one replicated block a
-//! node: where the budget holds every adjacency list, the replicas are
-//! never read, and a block of graph neighbours brings the refinement the
-//! vectors of the candidates beside the one it read (`search::two_stage`,
-//! `block_mates`). At 20% of wordnet-minilm (f16 records, four a 4 KB
-//! block) a query read 7.1 vectors at L 26 against 7.8 in replicated
-//! blocks, at the same recall.
+//! node ([`blocks_when_cached`]). With every list in RAM the replicas are
+//! never read, a refinement read costs one page either way, and a block
+//! of graph neighbours brings the vectors of the candidates beside the one
+//! read (`search::two_stage`, `block_mates`). At 20% of wordnet-minilm
+//! (f16 records, four a 4 KB block) a query read 7.1 vectors at L 26
+//! against 7.8 in replicated blocks, at the same recall. A sample cannot
+//! show it: its refinement reads 2 vectors a query at the target, where
+//! the whole index reads 8, so the two layouts tie there and timing noise
+//! would pick.
 
+use super::trial::Trial;
 use crate::data::DType;
 use crate::error::Result;
 use crate::index::build::BuildParams;
 use crate::index::fit::{fit, PAGE_SIZES};
 use crate::layout::shuffle::Shuffle;
-use crate::layout::{LaserLayout, LayoutKind};
+use crate::layout::{blocked, LaserLayout, LayoutKind};
 use serde::{Deserialize, Serialize};
 
 /// A candidate's layout where it is not the profile's default (every
@@ -124,7 +129,6 @@ pub fn variants(profile: &str, base: &BuildParams, n: usize, dim: usize) -> Resu
             ..Layout::default()
         });
     }
-    out.extend(shuffled(&params, base, &out));
     let laser = fitted.layout_kind() == LayoutKind::Laser;
     let blocked = fitted.shuffle != Shuffle::None;
     if !base.unset.page_size || !(laser || blocked) {
@@ -165,21 +169,43 @@ pub fn variants(profile: &str, base: &BuildParams, n: usize, dim: usize) -> Resu
     Ok(out)
 }
 
-/// A two-stage profile's records shuffled into blocks (module docs), in
-/// its stored type and in each of `flipped`'s; none where the caller
-/// gave a layout or the profile's records are already in blocks.
-fn shuffled(params: &BuildParams, base: &BuildParams, flipped: &[Layout]) -> Vec<Layout> {
-    let two_stage = crate::profile::two_stage(params);
-    if !two_stage || base.layout.is_some() || params.layout_kind() == LayoutKind::Blocked {
-        return Vec::new();
+/// The layout `profile`'s best trial `t` is built in once its records are
+/// shuffled into blocks (module docs), with why; `None` unless the profile
+/// searches in two stages, the caller gave no layout, the trial held every
+/// adjacency list, and a block of its page size holds two records of `n`
+/// nodes of `dim` in its stored type.
+pub fn blocks_when_cached(
+    profile: &str,
+    base: &BuildParams,
+    t: &Trial,
+    n: usize,
+    dim: usize,
+) -> Option<(Layout, String)> {
+    let mut params = base.with_profile(profile);
+    let replicated = params.layout_kind() == LayoutKind::Replicated;
+    let held = t.lists_cached.unwrap_or(0.0) >= 1.0;
+    if !crate::profile::two_stage(&params) || base.layout.is_some() || !replicated || !held {
+        return None;
     }
-    let blocks = Layout {
+    let layout = Layout {
         blocks: true,
-        ..Layout::default()
+        page_size: Some(t.page_size),
+        ..t.layout
     };
-    std::iter::once(blocks)
-        .chain(flipped.iter().map(|l| Layout { blocks: true, ..*l }))
-        .collect()
+    layout.apply(&mut params);
+    let stored = params.store.unwrap_or(DType::F32);
+    let largest = blocked::largest_entry(dim, stored, n, params.graph_degree);
+    if !blocked::holds_two(t.page_size, largest) || fit(&params, n, dim, DType::F32).is_err() {
+        return None;
+    }
+    let why = format!(
+        "{}: {profile}'s trial held every adjacency list in the budget, so its replicas \
+         would never be read; shuffled blocks of {} records bring a refinement read its \
+         neighbours' vectors (autoplan::variants)",
+        layout.label(),
+        (t.page_size - blocked::COUNT_BYTES) / largest
+    );
+    Some((layout, why))
 }
 
 #[cfg(test)]
@@ -224,8 +250,7 @@ mod tests {
         }
     }
 
-    /// A caller's store and page size are theirs: no variant changes them,
-    /// and a caller's layout keeps gorgeous's records where it put them.
+    /// A caller's store and page size are theirs: no variant changes them.
     #[test]
     fn a_callers_layout_is_kept() {
         let b = BuildParams {
@@ -242,33 +267,54 @@ mod tests {
                 assert_eq!((v.store, v.page_size), (None, None), "{profile}");
             }
         }
-        let given = BuildParams {
-            layout: Some(LayoutKind::Separated),
-            ..b
-        };
-        assert!(variants("gorgeous", &given, 2_000, 384).unwrap().is_empty());
     }
 
-    /// Only the two-stage profile is tried in shuffled blocks, in its own
-    /// stored type and the flipped one.
+    /// A two-stage trial that held every list is built in shuffled blocks
+    /// of its page size and stored type; not one that held fewer, not
+    /// another profile's, not where the caller gave the layout, and not
+    /// where a block would hold one record.
     #[test]
-    fn gorgeous_alone_is_tried_in_shuffled_blocks() {
-        for profile in crate::profile::planned() {
-            let vs = variants(profile, &base(), 2_000, 384).unwrap();
-            let blocks: Vec<_> = vs.iter().filter(|v| v.blocks).collect();
-            match profile {
-                "gorgeous" => {
-                    assert_eq!(blocks.len(), 2, "{vs:?}");
-                    assert!(blocks.iter().any(|v| v.store == Some(DType::F16)));
-                    let mut p = base().with_profile(profile);
-                    blocks[0].apply(&mut p);
-                    assert_eq!(p.layout_kind(), LayoutKind::Blocked);
-                    assert!(crate::profile::two_stage(&p));
-                    assert_eq!(blocks[1].label(), "blocks f16");
-                }
-                _ => assert!(blocks.is_empty(), "{profile}: {vs:?}"),
-            }
+    fn gorgeous_holding_every_list_is_built_in_shuffled_blocks() {
+        let trial = |cached: f64, store: Option<DType>| Trial {
+            layout: Layout {
+                store,
+                ..Layout::default()
+            },
+            page_size: 4096,
+            lists_cached: Some(cached),
+            ..Trial::default()
+        };
+        let b = base();
+        let (l, why) =
+            blocks_when_cached("gorgeous", &b, &trial(1.0, Some(DType::F16)), 100_000, 384)
+                .expect("blocks");
+        assert_eq!(
+            (l.blocks, l.store, l.page_size),
+            (true, Some(DType::F16), Some(4096))
+        );
+        assert!(why.contains("blocks of 4 records"), "{why}");
+        let mut p = b.with_profile("gorgeous");
+        l.apply(&mut p);
+        assert_eq!(p.layout_kind(), LayoutKind::Blocked);
+        assert!(crate::profile::two_stage(&p));
+        assert!(blocks_when_cached("gorgeous", &b, &trial(0.9, None), 100_000, 384).is_none());
+        for profile in crate::profile::planned()
+            .into_iter()
+            .filter(|p| *p != "gorgeous")
+        {
+            assert!(blocks_when_cached(profile, &b, &trial(1.0, None), 100_000, 384).is_none());
         }
+        let given = BuildParams {
+            layout: Some(LayoutKind::Replicated),
+            ..base()
+        };
+        assert!(blocks_when_cached("gorgeous", &given, &trial(1.0, None), 100_000, 384).is_none());
+        // 768-d f32 records: one a 4 KB block.
+        assert!(blocks_when_cached("gorgeous", &b, &trial(1.0, None), 100_000, 768).is_none());
+        assert!(
+            blocks_when_cached("gorgeous", &b, &trial(1.0, Some(DType::F16)), 100_000, 768)
+                .is_some()
+        );
     }
 
     /// Laser at 768-d fits 8 KB pages by default; its variants try f32

@@ -88,15 +88,17 @@ pub(super) fn resolve(
     }
     // The layout its best trial had, where it was not the profile's own
     // (`autoplan::variants`).
-    if let Some(l) = plan.as_ref().map(|p| p.layout).filter(|l| !l.is_default()) {
-        l.apply(&mut out);
-        chosen.insert(
-            "layout".into(),
-            format!(
+    // A rule's layout says its own why.
+    if let Some(p) = plan.as_ref().filter(|p| !p.layout.is_default()) {
+        p.layout.apply(&mut out);
+        let why = match p.layout_why.is_empty() {
+            true => format!(
                 "{}: {profile}'s best on the planner's sample among the stored types and page sizes it was tried in (auto_plan)",
-                l.label()
+                p.layout.label()
             ),
-        );
+            false => p.layout_why.clone(),
+        };
+        chosen.insert("layout".into(), why);
     }
     Ok((out, plan, chosen))
 }

@@ -43,7 +43,7 @@ pub struct BlockedLayout {
 }
 
 /// Bytes of a block's record count.
-const COUNT_BYTES: usize = 2;
+pub const COUNT_BYTES: usize = 2;
 /// Bytes of one directory entry.
 const DIR_BYTES: usize = 4;
 
