@@ -677,27 +677,37 @@ mod tests {
     use crate::synthetic::SyntheticSpec;
     use crate::{BuildParams, Index, SearchParams};
 
-    /// σ = 1 with every adjacency list in RAM: the search stage reads
-    /// nothing, and the result is exactly the exact re-rank of the
-    /// candidate list it ended with (Gorgeous §4.2, Algorithm 2).
-    #[test]
-    fn sigma_one_with_the_whole_graph_cached_is_the_exact_rerank_of_its_candidates() {
-        let dim = 12;
-        let spec = SyntheticSpec {
+    const DIM: usize = 12;
+
+    /// The synthetic set the tests search: 1,500 rows, 40 queries.
+    fn small_spec() -> SyntheticSpec {
+        SyntheticSpec {
             n: 1500,
             queries: 40,
-            dim,
+            dim: DIM,
             clusters: 8,
             seed: 9,
-        };
-        let params = BuildParams {
+        }
+    }
+
+    /// Gorgeous over it, small enough to build in a test.
+    fn small_params() -> BuildParams {
+        BuildParams {
             graph_degree: 16,
             complexity: 32,
             pq_bytes: 3,
             pq_sample: 1500,
             ..BuildParams::for_profile("gorgeous")
-        };
-        let (dir, base, queries) = small_index(&spec, &params);
+        }
+    }
+
+    /// σ = 1 with every adjacency list in RAM: the search stage reads
+    /// nothing, and the result is exactly the exact re-rank of the
+    /// candidate list it ended with (Gorgeous §4.2, Algorithm 2).
+    #[test]
+    fn sigma_one_with_the_whole_graph_cached_is_the_exact_rerank_of_its_candidates() {
+        let (dim, params) = (DIM, small_params());
+        let (dir, base, queries) = small_index(&small_spec(), &params);
         // Every record cached too; then the lists alone (refinement reads).
         let (lists_only, all) = open_uncached(dir.path());
         for index in [all, lists_only] {
@@ -713,24 +723,13 @@ mod tests {
     /// every vector seen — with fewer reads than candidates.
     #[test]
     fn in_shuffled_blocks_a_read_scores_its_block_mates() {
-        let dim = 12;
-        let spec = SyntheticSpec {
-            n: 1500,
-            queries: 40,
-            dim,
-            clusters: 8,
-            seed: 9,
-        };
+        let dim = DIM;
         let params = BuildParams {
-            graph_degree: 16,
-            complexity: 32,
-            pq_bytes: 3,
-            pq_sample: 1500,
             layout: Some(crate::layout::LayoutKind::Blocked),
             shuffle: crate::layout::shuffle::Shuffle::Bnf,
-            ..BuildParams::for_profile("gorgeous")
+            ..small_params()
         };
-        let (dir, base, queries) = small_index(&spec, &params);
+        let (dir, base, queries) = small_index(&small_spec(), &params);
         let (lists_only, _) = open_uncached(dir.path());
         assert!(lists_only.layout().records_per_block() > 1.0);
         for pipelined in [false, true] {
