@@ -413,7 +413,7 @@ impl TwoStageSearch {
                 let span = ctx.layout.vector_span_of(id);
                 // Its page is on its way for another candidate, and brings
                 // its vector too (`block_mates`).
-                if self.pages_pending.contains(&span.offset) {
+                if shares_blocks(ctx) && self.pages_pending.contains(&span.offset) {
                     return false;
                 }
                 reads.push(Read { key: id, span });
@@ -427,7 +427,8 @@ impl TwoStageSearch {
     /// Whether `id`'s vector comes with a read already in flight for
     /// another candidate on its page.
     fn page_pending(&self, ctx: &SearchContext, id: u32) -> bool {
-        !self.pages_pending.is_empty()
+        shares_blocks(ctx)
+            && !self.pages_pending.is_empty()
             && ctx.cache.get(id).is_none()
             && self
                 .pages_pending
@@ -441,7 +442,7 @@ impl TwoStageSearch {
     /// free, as block search scores a whole page (Starling §4.2). A
     /// candidate among them needs no read of its own (`refine_one`).
     fn block_mates(&mut self, ctx: &SearchContext, id: u32, bytes: &[u8]) {
-        if !ctx.layout.records_hold_vectors() || ctx.layout.records_per_block() <= 1.0 {
+        if !shares_blocks(ctx) {
             return;
         }
         let mut mates = Vec::new();
@@ -581,6 +582,14 @@ impl TwoStageSearch {
     pub fn candidates(&self) -> Vec<u32> {
         self.list.as_slice().iter().map(|c| c.id).collect()
     }
+}
+
+/// Whether a read of one record's block brings other records' vectors
+/// (`block_mates`). A separated layout's vector page holds several
+/// vectors too, but reads only as its target's (`Layout::vector_slice`),
+/// so a candidate sharing it is read on its own.
+fn shares_blocks(ctx: &SearchContext) -> bool {
+    ctx.layout.records_hold_vectors() && ctx.layout.records_per_block() > 1.0
 }
 
 impl QueryState for TwoStageSearch {
