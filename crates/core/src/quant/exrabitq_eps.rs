@@ -65,10 +65,7 @@ pub fn ratios(q: &ExRabitQ, data: &[f32]) -> Vec<f32> {
         return Vec::new();
     }
     let row = |i: usize| &data[i * dim..(i + 1) * dim];
-    let queries: Vec<(usize, &[f32])> = strided(n, QUERIES)
-        .into_iter()
-        .map(|j| (j, row(j)))
-        .collect();
+    let queries = strided(n, QUERIES);
     let others: Vec<usize> = strided(n, ROWS);
     let exact = |a: &[f32], b: &[f32]| match q.metric {
         Metric::InnerProduct => -stratavec_simd::dot_f32(a, b),
@@ -78,7 +75,8 @@ pub fn ratios(q: &ExRabitQ, data: &[f32]) -> Vec<f32> {
         .par_iter()
         .map_init(
             || (QueryTable::default(), Vec::new()),
-            |(table, near), &(j, x)| {
+            |(table, near), &j| {
+                let x = row(j);
                 near.clear();
                 near.extend(
                     others
