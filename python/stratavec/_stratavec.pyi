@@ -50,6 +50,7 @@ class BuildParams(TypedDict, total=False):
     ivf_sample_nprobe: int
     ivf_codes: bool
     exrabitq_bits: int
+    exrabitq_centres: int
     pipelined_refinement: bool
     label_aware: bool
     objective: str

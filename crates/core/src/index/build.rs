@@ -258,6 +258,15 @@ pub struct BuildParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long)]
     pub exrabitq_bits: Option<usize>,
+    /// With --exrabitq-bits: the cluster centres vectors are coded
+    /// against (1-65536; 1: the data's mean alone), so an estimate's error
+    /// scales with a vector's distance to its centre, not to the mean
+    /// (`quant::exrabitq_centres`; faiss's IVF-RaBitQ nlist). Default: one
+    /// for every 400 vectors (a power of two, at most 256), or the mean
+    /// alone where that bounds the rows' near pairs more narrowly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long)]
+    pub exrabitq_centres: Option<usize>,
     /// Two-stage profiles (gorgeous): the index searches with the
     /// pipelined refinement by default (the settled candidates' vectors
     /// read while the search stage goes on, issue #22's composition): the
@@ -530,6 +539,7 @@ impl Default for BuildParams {
             ivf_grouping: Default::default(),
             ivf_codes: false,
             exrabitq_bits: None,
+            exrabitq_centres: None,
             label_aware: false,
             pipelined_refinement: false,
             plan_queries: None,

@@ -114,6 +114,11 @@ pub(crate) fn check_params(p: &BuildParams, n: usize, dim: usize, dtype: DType) 
             );
         }
     }
+    if let Some(k) = p.exrabitq_centres {
+        if p.exrabitq_bits.is_none() || !(1..=crate::quant::exrabitq_centres::LIMIT).contains(&k) {
+            return arg("exrabitq_centres", "1..=65536, with --exrabitq-bits", &k);
+        }
+    }
     if p.pipelined_refinement && !crate::profile::two_stage(p) {
         return arg(
             "pipelined_refinement",

@@ -13,24 +13,34 @@
 //! (`search::settle`).
 //!
 //! # Encoding (§3.1–3.2)
-//! As 1-bit RaBitQ ([`super::rabitq`]): `o' = P(o − c)/‖o − c‖` with `c`
-//! the data's mean and `P` a random orthogonal matrix. The code is a
-//! vector of levels `k_i ∈ [0, 2^B)`, standing for `ō_i = k_i − (2^B−1)/2`
-//! (B = 1 is the sign code), chosen as `round(t·o'_i)` for the rescaling
-//! `t` that maximises `⟨ō/‖ō‖, o'⟩` (§3.2 enumerates every critical `t`;
-//! a grid of [`SCALES`] values comes within 1e-4 of it in the tests).
-//! Kept a vector: `‖o − c‖` (f32), `1/(‖ō‖·⟨ō_n, o'⟩)` and
-//! `sqrt(1 − ⟨ō_n,o'⟩²)/⟨ō_n,o'⟩` (f16: 8 bytes in all, [`Factors`]; at
-//! 20% of wordnet-minilm the 4 bytes saved hold 0.5 MB more of the graph).
+//! As 1-bit RaBitQ ([`super::rabitq`]), against the nearest of K cluster
+//! centres ([`super::exrabitq_centres`]; K = 1 is the data's mean `c`):
+//! `r = P(o − c) − P(c_i − c)` with `P` a random orthogonal matrix, and
+//! `r' = r/‖r‖`. The code is a vector of levels `k_i ∈ [0, 2^B)`, standing
+//! for `ō_i = k_i − (2^B−1)/2` (B = 1 is the sign code), chosen as
+//! `round(t·r'_i)` for the rescaling `t` that maximises `⟨ō/‖ō‖, r'⟩`
+//! (§3.2 enumerates every critical `t`; a grid of [`SCALES`] values comes
+//! within 1e-4 of it in the tests). Kept a vector ([`Factors`], 10 bytes):
+//! an additive term, `‖r‖`, `‖r‖/(‖ō‖·⟨ō_n, r'⟩)` and
+//! `sqrt(1 − ⟨ō_n,r'⟩²)/⟨ō_n,r'⟩` (f16), and its centre (u16).
 //!
 //! # Estimation (§3.3; RaBitQ Theorem 3.2)
-//! `⟨o', q'⟩ ≈ ⟨ō_n, q'⟩/⟨ō_n, o'⟩`, unbiased, with error at most
-//! `sqrt(1 − ⟨ō_n,o'⟩²)/⟨ō_n,o'⟩ · ε₀/sqrt(D − 1)` except with
-//! probability about `P(|N(0,1)| > ε₀)`; then
-//! `‖q − o‖² = ‖o − c‖² + ‖q − c‖² − 2‖o − c‖‖q − c‖⟨o', q'⟩` (for inner
-//! product, `⟨q, o⟩ = ⟨q, c⟩ + ‖o − c‖‖q‖⟨o', P q/‖q‖⟩`). [`EPSILON0`] is
-//! the ε₀ whose bound held on ≥ 99.9% of pairs of wordnet-minilm in the
-//! tests below (the bar).
+//! For any `y`, `⟨r, y⟩ ≈ ‖r‖⟨ō_n, y⟩/⟨ō_n, r'⟩`, unbiased, with error at
+//! most `‖r‖‖y‖ · sqrt(1 − ⟨ō_n,r'⟩²)/⟨ō_n,r'⟩ · ε₀/sqrt(D − 1)` except
+//! with probability about `P(|N(0,1)| > ε₀)`. For L2 it is taken at
+//! `y = P(q − c_i)`: `‖q − o‖² = ‖q − c_i‖² + ‖r‖² − 2⟨q − c_i, r⟩`, where
+//! `‖q − c_i‖²` comes once a query for every centre and
+//! `⟨P(q − c_i), r⟩ = ‖q − c‖⟨q', r⟩ − ⟨P(c_i − c), r⟩`: the query's
+//! one rotation `q' = P(q − c)/‖q − c‖` meets the code, and the second
+//! term, estimated from the code at encode, is in the additive term
+//! `‖r‖² + 2·est⟨P(c_i − c), r⟩`. The error scales with `‖q − c_i‖·‖r‖`
+//! instead of `‖q − c‖·‖o − c‖`: on wordnet-minilm real queries' 100
+//! nearest get a bound 0.87x as wide at 1,024 centres, at the ε₀ each
+//! measures (the bound at ε₀ = 1 is 0.76x, the measured ε₀ 1.16x). For
+//! inner product `⟨q, o⟩ = ⟨q, c⟩ + ⟨q, c_i − c⟩ + ⟨q, r⟩`,
+//! the last estimated at `q' = P q/‖q‖`. The bound's ε₀ is measured on
+//! the data at train (`exrabitq_eps`); [`EPSILON0`] stands where it
+//! cannot be.
 //!
 //! At four bits the query is also rounded to i8 (step `Δ = max|q'_i|/127`)
 //! and the levels meet it in an exact integer kernel
@@ -41,6 +51,7 @@
 //! bits it is rounded to i16 instead (`stratavec_simd::u8i16`, step
 //! `max|q'_i|/16383` at 384-d), the same term ~100x smaller.
 
+use super::exrabitq_centres::{self as centres, Centres};
 use super::pca::{invalid, orthonormalize_rows, read_f32s, read_field, read_u32, write_f32s};
 use super::{Quantizer, QueryTable};
 use crate::data::Metric;
@@ -48,9 +59,12 @@ use crate::util::rng::Rng;
 use rayon::prelude::*;
 use std::io::{self, Read, Write};
 
-/// The file's magic: version 2 keeps the measured ε₀ after `n`; a
-/// version 1 file (no ε₀) reads with [`EPSILON0`].
-const MAGIC: &[u8; 8] = b"STRVXRQ2";
+/// The file's magic: version 3 codes vectors against cluster centres
+/// ([`super::exrabitq_centres`]); version 2 against the mean alone, with
+/// the measured ε₀ after `n`; a version 1 file (no ε₀) reads with
+/// [`EPSILON0`]. Versions 1 and 2 read as one centre.
+const MAGIC: &[u8; 8] = b"STRVXRQ3";
+const MAGIC_V2: &[u8; 8] = b"STRVXRQ2";
 const MAGIC_V1: &[u8; 8] = b"STRVXRQ1";
 
 /// The confidence parameter of the bounds when none was measured (too
@@ -75,9 +89,13 @@ pub struct ExRabitQ {
     centre: Vec<f32>,
     /// P, `dim x dim`.
     rotation: Rotation,
+    /// The cluster centres vectors are coded against, as rotated offsets
+    /// from `centre` (one, zero, where there are none).
+    centres: Centres,
     /// `n x code_bytes`, levels bit-packed little-endian.
     pub codes: Vec<u8>,
-    /// Per vector: `‖o − c‖`, `1/(‖ō‖·⟨ō_n,o'⟩)`, the error's unit.
+    /// Per vector: `‖o − c‖`, `‖r‖`, `1/(‖ō‖·⟨ō_n,r'⟩)`, the error's
+    /// unit, its centre.
     pub factors: Vec<Factors>,
     /// The ε₀ the search's bounds are taken at: measured on the training
     /// data's near pairs (`exrabitq_eps`), or [`EPSILON0`].
@@ -136,44 +154,64 @@ impl std::fmt::Debug for Rotation {
     }
 }
 
-/// A vector's factors as held: the norm in f32, the multiplier and the
-/// error's unit in f16 (the multiplier's rounding, ≤ 2⁻¹¹ of it, joins the
-/// bound; the unit is rounded up, so the bound only widens).
+/// A vector's factors as held, in f16: the estimate's additive term (L2:
+/// `‖r‖² + 2·est⟨offset, r⟩`; 0 for inner product), the residual's norm,
+/// the multiplier (times that norm: one product an estimate) and the
+/// error's unit (the term's and the multiplier's rounding, ≤ 2⁻¹¹ of each,
+/// join the bound; the norm and the unit are rounded up, so the bound only
+/// widens); and the centre the residual is taken from. Ten bytes: at 20%
+/// of wordnet-minilm each byte a vector is 1% of the graph's lists.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Factors {
-    norm: f32,
-    mult: u16,
+    add: u16,
+    rnorm: u16,
+    scale: u16,
     err: u16,
+    centre: u16,
 }
 
 /// The relative rounding of an f16.
 const F16_REL: f32 = 1.0 / 2048.0;
 
 impl Factors {
-    fn new([norm, mult, err]: [f32; 3]) -> Factors {
+    fn new([add, rnorm, mult, err]: [f32; 4], centre: u16) -> Factors {
         use stratavec_simd::half::f32_to_f16;
         Factors {
-            norm,
-            mult: f32_to_f16(mult),
+            add: f32_to_f16(add),
+            rnorm: f32_to_f16(rnorm * (1.0 + 2.0 * F16_REL)),
+            scale: f32_to_f16(mult * rnorm),
             err: f32_to_f16(err * (1.0 + 2.0 * F16_REL)),
+            centre,
         }
     }
 
     /// Factors as written ([`Factors::get`]'s): already f16 values, so
     /// nothing rounds again.
-    fn read([norm, mult, err]: [f32; 3]) -> Factors {
+    fn read([add, rnorm, scale, err]: [f32; 4], centre: u16) -> Factors {
         use stratavec_simd::half::f32_to_f16;
         Factors {
-            norm,
-            mult: f32_to_f16(mult),
+            add: f32_to_f16(add),
+            rnorm: f32_to_f16(rnorm),
+            scale: f32_to_f16(scale),
             err: f32_to_f16(err),
+            centre,
         }
     }
 
-    /// `[‖o − c‖, multiplier, error's unit]`.
-    pub fn get(&self) -> [f32; 3] {
+    /// `[additive term, ‖r‖, ‖r‖ × multiplier, error's unit]`.
+    pub fn get(&self) -> [f32; 4] {
         use stratavec_simd::half::f16_to_f32;
-        [self.norm, f16_to_f32(self.mult), f16_to_f32(self.err)]
+        [
+            f16_to_f32(self.add),
+            f16_to_f32(self.rnorm),
+            f16_to_f32(self.scale),
+            f16_to_f32(self.err),
+        ]
+    }
+
+    /// The centre the residual was taken from.
+    pub fn centre(&self) -> usize {
+        self.centre as usize
     }
 }
 
@@ -184,7 +222,7 @@ pub fn code_bytes(dim: usize, bits: usize) -> usize {
 
 /// Bytes one vector holds in RAM: its levels and its [`Factors`].
 pub fn bytes_per_vector(dim: usize, bits: usize) -> usize {
-    code_bytes(dim, bits) + 8
+    code_bytes(dim, bits) + std::mem::size_of::<Factors>()
 }
 
 /// The largest bits a dimension whose codes take at most `bytes` a vector.
@@ -292,29 +330,96 @@ pub fn quantize_unit(u: &[f32], bits: usize, code: &mut [u8]) -> (f32, f32) {
 }
 
 impl ExRabitQ {
-    /// Trains the centre and rotation on `data` and encodes every row at
-    /// `bits` a dimension; the bound's ε₀ is measured with rows standing in
-    /// for queries (`exrabitq_eps`).
+    /// Trains the centre, rotation and cluster centres on `data` and
+    /// encodes every row at `bits` a dimension; the bound's ε₀ is measured
+    /// with rows standing in for queries (`exrabitq_eps`). The centres are
+    /// [`centres::default_count`]'s, or the mean alone where that gives the
+    /// rows' near pairs narrower bounds: the centres' gain depends on the
+    /// data (at ~600 rows a centre the bounds were 4.5% and 7.5% narrower
+    /// on 40k rows of wordnet-minilm and wordnet-mpnet, 6.5% wider on a
+    /// 20k-row cut of wordnet-minilm).
     pub fn train(data: &[f32], dim: usize, bits: usize, metric: Metric, seed: u64) -> ExRabitQ {
+        let n = data.len() / dim.max(1);
+        let one = Self::train_measured(data, dim, bits, metric, seed, 1);
+        match centres::default_count(n) {
+            1 => one.0,
+            k => {
+                let many = Self::train_measured(data, dim, bits, metric, seed, k);
+                match (many.1, one.1) {
+                    (Some(a), Some(b)) if a < b => many.0,
+                    _ => one.0,
+                }
+            }
+        }
+    }
+
+    /// [`Self::train_with`], and the mean width of the rows' near pairs'
+    /// bounds at its ε₀ (`exrabitq_eps::measure`).
+    fn train_measured(
+        data: &[f32],
+        dim: usize,
+        bits: usize,
+        metric: Metric,
+        seed: u64,
+        clusters: usize,
+    ) -> (ExRabitQ, Option<f64>) {
+        let mut q = Self::encoded(data, dim, bits, metric, seed, clusters);
+        let (eps, width) = super::exrabitq_eps::measure(&q, data);
+        q.eps = eps;
+        (q, width)
+    }
+
+    /// [`Self::train`] with `clusters` centres (1: the mean alone).
+    pub fn train_with(
+        data: &[f32],
+        dim: usize,
+        bits: usize,
+        metric: Metric,
+        seed: u64,
+        clusters: usize,
+    ) -> ExRabitQ {
+        Self::train_measured(data, dim, bits, metric, seed, clusters).0
+    }
+
+    /// The quantizer with every row of `data` encoded against `clusters`
+    /// centres, at [`EPSILON0`].
+    fn encoded(
+        data: &[f32],
+        dim: usize,
+        bits: usize,
+        metric: Metric,
+        seed: u64,
+        clusters: usize,
+    ) -> ExRabitQ {
         assert!(BITS.contains(&bits), "exrabitq: bits must be 1..=8");
         assert!(dim > 1 && data.len().is_multiple_of(dim));
+        assert!((1..=centres::LIMIT).contains(&clusters));
         let centre = crate::graph::medoid::centroid(data, dim);
         let mut rng = Rng::new(seed ^ 0x5852_5130);
         let mut p: Vec<f64> = (0..dim * dim).map(|_| rng.normal() as f64).collect();
         orthonormalize_rows(&mut p, dim, &mut rng);
+        let rotation = Rotation::new(&p.iter().map(|&x| x as f32).collect::<Vec<_>>(), dim);
+        let centres = Centres::train(data, dim, clusters, &centre, seed, &|x, out| {
+            rotation.apply(x, out)
+        });
         let mut q = ExRabitQ {
             dim,
             bits,
             metric,
             centre,
-            rotation: Rotation::new(&p.iter().map(|&x| x as f32).collect::<Vec<_>>(), dim),
+            rotation,
+            centres,
             codes: Vec::new(),
             factors: Vec::new(),
             eps: EPSILON0,
         };
         q.encode_all(data);
-        q.eps = super::exrabitq_eps::calibrate(&q, data);
         q
+    }
+
+    /// The cluster centres vectors are coded against.
+    pub fn centre_count(&self) -> usize {
+        self.centres.count()
     }
 
     /// Replaces the codes with those of `data`'s rows.
@@ -322,16 +427,14 @@ impl ExRabitQ {
         let cb = code_bytes(self.dim, self.bits);
         let n = data.len() / self.dim;
         let mut codes = vec![0u8; n * cb];
-        let mut factors = vec![Factors::new([0.0; 3]); n];
+        let mut factors = vec![Factors::new([0.0; 4], 0); n];
         codes
             .par_chunks_mut(cb)
             .zip(factors.par_iter_mut())
             .zip(data.par_chunks(self.dim))
             .for_each_init(
                 || (Vec::new(), Vec::new()),
-                |(centred, rot), ((code, f), x)| {
-                    *f = Factors::new(self.encode_into(x, code, centred, rot))
-                },
+                |(centred, rot), ((code, f), x)| *f = self.encode_into(x, code, centred, rot),
             );
         self.codes = codes;
         self.factors = factors;
@@ -343,28 +446,51 @@ impl ExRabitQ {
         let mut code = vec![0u8; cb];
         let f = self.encode_into(x, &mut code, &mut Vec::new(), &mut Vec::new());
         self.codes.extend_from_slice(&code);
-        self.factors.push(Factors::new(f));
+        self.factors.push(f);
     }
 
+    /// The code of `x` against its nearest centre: the residual
+    /// `P(x − c) − offset_i`, taken in the rotated space
+    /// ([`super::exrabitq_centres`]).
     fn encode_into(
         &self,
         x: &[f32],
         code: &mut [u8],
-        centred: &mut Vec<f32>,
+        scratch: &mut Vec<f32>,
         rot: &mut Vec<f32>,
-    ) -> [f32; 3] {
+    ) -> Factors {
         rot.resize(self.dim, 0.0);
-        let norm = self.rotate(x, true, centred, rot).sqrt();
+        self.rotate(x, true, scratch, rot);
+        let centre = self.centres.nearest(rot, scratch);
+        self.centres.offset(centre, scratch);
+        rot.iter_mut().zip(&*scratch).for_each(|(r, o)| *r -= o);
         let rnorm = stratavec_simd::norm_sq_f32(rot).sqrt();
         if rnorm > 0.0 {
             rot.iter_mut().for_each(|v| *v /= rnorm);
         }
         let (cos, onorm) = quantize_unit(rot, self.bits, code);
-        [
-            norm,
-            1.0 / (onorm * cos),
-            (1.0 - cos * cos).max(0.0).sqrt() / cos,
-        ]
+        let f = Factors::new(
+            [
+                0.0,
+                rnorm,
+                1.0 / (onorm * cos),
+                (1.0 - cos * cos).max(0.0).sqrt() / cos,
+            ],
+            centre as u16,
+        );
+        // est⟨offset, r⟩ from the code and the scale as held, so a query's
+        // estimate of ⟨q − c_i, r⟩ is the code's estimate at `q − c_i`.
+        let [_, _, scale, _] = f.get();
+        let sum: f32 = scratch.iter().sum();
+        let along = scale * (dot_levels(code, self.bits, scratch) - half(self.bits) * sum);
+        let add = match self.metric {
+            Metric::InnerProduct => 0.0,
+            _ => rnorm * rnorm + 2.0 * along,
+        };
+        Factors {
+            add: stratavec_simd::half::f32_to_f16(add),
+            ..f
+        }
     }
 
     /// `out = P(x − c)` (or `P x` with `centre` false); returns `‖·‖²` of
@@ -395,27 +521,51 @@ impl ExRabitQ {
     /// Estimate and error bound at `eps` of vector `id` for the prepared
     /// query (module notes).
     pub fn estimate_bound(&self, t: &QueryTable, id: u32, eps: f32) -> (f32, f32) {
-        let (norm, ip) = self.inner(t, id as usize);
-        let err = stratavec_simd::half::f16_to_f32(self.factors[id as usize].err);
-        // The i8 query's rounding spread over ⟨ō_n, o'⟩ (1/cos from err).
+        let (est, scaled, fixed) = self.estimate_parts(t, id);
+        (est, eps * scaled + fixed)
+    }
+
+    /// The estimate of vector `id`, and its bound's two parts: the one ε₀
+    /// scales (the estimator's spread, and the i8 query's rounding taken
+    /// at the same ε₀), and the one it does not (f16 roundings of the
+    /// factors, the centres' product), so that `exrabitq_eps` measures ε₀
+    /// against the first alone.
+    pub fn estimate_parts(&self, t: &QueryTable, id: u32) -> (f32, f32, f32) {
+        let f = &self.factors[id as usize];
+        let (add, off, est) = self.inner(t, id as usize);
+        let [_, rnorm, _, err] = f.get();
+        // The i8 query's rounding spread over ⟨ō_n, r'⟩ (1/cos from err).
         let rounding = match self.bits {
             4 | 8 => t.floats[self.dim + 1] * ROUNDING_SD * (1.0 + err * err).sqrt(),
             _ => 0.0,
         };
-        let bound = norm * t.bias * ((err * self.unit() + rounding) * eps + ip.abs() * F16_REL);
-        let factor = if self.metric == Metric::InnerProduct {
-            1.0
-        } else {
-            2.0
+        let slack = t.bias * self.centres.slack(f.centre());
+        let unit = err * self.unit();
+        let (scaled, fixed) = match self.metric {
+            Metric::InnerProduct => {
+                // ⟨q, r⟩ estimated at the query itself; the scale's f16
+                // rounding (twice for a file of version 2 or before).
+                let held = 2.0 * F16_REL * t.bias * est.abs();
+                (t.bias * rnorm * (unit + rounding), held + slack)
+            }
+            _ => {
+                // ⟨q − c_i, r⟩ estimated at `q − c_i` (‖·‖² is `off`), less
+                // est⟨offset, r⟩ (in `add`); the query's rounding is of `q'`.
+                let along = (add - rnorm * rnorm) / 2.0;
+                let held = 2.0 * F16_REL * (t.bias * est - along).abs();
+                let at = off.max(0.0).sqrt() * unit + t.bias * rounding;
+                (2.0 * rnorm * at, 2.0 * (held + slack) + F16_REL * add.abs())
+            }
         };
-        (self.distance(t, norm, ip), factor * bound)
+        (self.distance(t, add, off, est), scaled, fixed)
     }
 
-    /// `‖o − c‖` and the estimated `⟨o', q'⟩` of vector `i`: what an
-    /// estimate needs, without the bound's terms (the search stage's
-    /// estimates take no bound).
+    /// The additive term, the centre's query term (`prepare`) and the
+    /// code's estimate of `⟨q', r⟩` of vector `i` — what an estimate
+    /// needs, without the bound's terms (the search stage's estimates
+    /// take no bound).
     #[inline]
-    fn inner(&self, t: &QueryTable, i: usize) -> (f32, f32) {
+    fn inner(&self, t: &QueryTable, i: usize) -> (f32, f32, f32) {
         let cb = code_bytes(self.dim, self.bits);
         let f = &self.factors[i];
         let code = &self.codes[i * cb..(i + 1) * cb];
@@ -433,22 +583,26 @@ impl ExRabitQ {
             }
             _ => (dot_levels(code, self.bits, &t.floats[..self.dim]), t.scale),
         };
-        let mult = stratavec_simd::half::f16_to_f32(f.mult);
-        (f.norm, (dot - half(self.bits) * sum) * mult)
+        use stratavec_simd::half::f16_to_f32;
+        let est = (dot - half(self.bits) * sum) * f16_to_f32(f.scale);
+        (f16_to_f32(f.add), t.offsets[f.centre()], est)
     }
 
-    /// The estimated distance from `‖o − c‖` and `⟨o', q'⟩`.
+    /// The estimated distance from [`Self::inner`]'s terms. L2:
+    /// `‖q − c_i‖² + ‖r‖² − 2⟨q − c_i, r⟩`; inner product:
+    /// `−(⟨q, c⟩ + ⟨q, c_i − c⟩ + ⟨q, r⟩)`.
     #[inline]
-    fn distance(&self, t: &QueryTable, norm: f32, ip: f32) -> f32 {
+    fn distance(&self, t: &QueryTable, add: f32, off: f32, est: f32) -> f32 {
         match self.metric {
-            Metric::InnerProduct => -(t.floats[self.dim] + norm * t.bias * ip),
-            _ => norm * norm + t.bias * t.bias - 2.0 * norm * t.bias * ip,
+            Metric::InnerProduct => -(t.floats[self.dim] + t.bias * (off + est)),
+            _ => add + off - 2.0 * t.bias * est,
         }
     }
 
     /// Writes the quantizer and its codes (little-endian): magic
-    /// "STRVXRQ2", u32 dim, bits, metric (0 L2, 1 inner product), n, f32
-    /// ε₀; centre, rotation, n x 3 f32 factors, then the codes.
+    /// "STRVXRQ3", u32 dim, bits, metric (0 L2, 1 inner product), n, f32
+    /// ε₀, u32 centres K; the mean, the rotation, K x dim f16 offsets,
+    /// n x 4 f32 factors ([`Factors::get`]), n u16 centres, then the codes.
     pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
         w.write_all(MAGIC)?;
         let metric = u32::from(self.metric == Metric::InnerProduct);
@@ -456,24 +610,43 @@ impl ExRabitQ {
             w.write_all(&(v as u32).to_le_bytes())?;
         }
         w.write_all(&self.eps.to_le_bytes())?;
+        w.write_all(&(self.centres.count() as u32).to_le_bytes())?;
         write_f32s(w, &self.centre)?;
         write_f32s(w, &self.rotation.values)?;
+        let halves: Vec<u8> = self
+            .centres
+            .halves()
+            .iter()
+            .flat_map(|h| h.to_le_bytes())
+            .collect();
+        w.write_all(&halves)?;
         let flat: Vec<f32> = self.factors.iter().flat_map(|f| f.get()).collect();
         write_f32s(w, &flat)?;
+        let ids: Vec<u8> = self
+            .factors
+            .iter()
+            .flat_map(|f| f.centre.to_le_bytes())
+            .collect();
+        w.write_all(&ids)?;
         w.write_all(&self.codes)
     }
 
-    /// Reads what [`ExRabitQ::write`] wrote, checking it holds `n` codes of
-    /// `dim` (the manifest's); every mismatch names the field, the expected
-    /// and the found value.
+    /// Reads what [`ExRabitQ::write`] wrote (or a version 1 or 2 file, as
+    /// one centre), checking it holds `n` codes of `dim` (the manifest's);
+    /// every mismatch names the field, the expected and the found value.
     pub fn read(r: &mut impl Read, n: usize, dim: usize, metric: Metric) -> io::Result<ExRabitQ> {
         let mut magic = [0u8; 8];
         read_field(r, &mut magic, "magic")?;
-        if &magic != MAGIC && &magic != MAGIC_V1 {
-            return Err(invalid(format!(
-                "exrabitq: magic is {magic:?}, expected \"STRVXRQ2\" (or \"STRVXRQ1\")"
-            )));
-        }
+        let version = match &magic {
+            m if m == MAGIC => 3,
+            m if m == MAGIC_V2 => 2,
+            m if m == MAGIC_V1 => 1,
+            _ => {
+                return Err(invalid(format!(
+                    "exrabitq: magic is {magic:?}, expected \"STRVXRQ3\" (or \"STRVXRQ2\", \"STRVXRQ1\")"
+                )))
+            }
+        };
         let expect = |field: &str, want: usize, got: u32| match got as usize == want {
             true => Ok(()),
             false => Err(invalid(format!(
@@ -490,13 +663,33 @@ impl ExRabitQ {
         let ip = u32::from(metric == Metric::InnerProduct);
         expect("metric", ip as usize, read_u32(r, "metric")?)?;
         expect("n", n, read_u32(r, "n")?)?;
-        let eps = match &magic == MAGIC {
-            true => read_eps(r)?,
-            false => EPSILON0,
+        let eps = match version {
+            1 => EPSILON0,
+            _ => read_eps(r)?,
+        };
+        let k = match version {
+            3 => read_centre_count(r)?,
+            _ => 1,
         };
         let centre = read_f32s(r, dim, "exrabitq: centre")?;
         let rotation = read_f32s(r, dim * dim, "exrabitq: rotation")?;
-        let flat = read_f32s(r, n * 3, "exrabitq: factors")?;
+        let (centres, factors) = match version {
+            3 => read_centres_and_factors(r, n, dim, k)?,
+            _ => {
+                // One centre, the mean: the residual is `o − c`, and the
+                // additive term its norm squared (L2).
+                let flat = read_f32s(r, n * 3, "exrabitq: factors")?;
+                let add = |norm: f32| match metric {
+                    Metric::InnerProduct => 0.0,
+                    _ => norm * norm,
+                };
+                let factors = flat
+                    .chunks_exact(3)
+                    .map(|f| Factors::read([add(f[0]), f[0], f[1] * f[0], f[2]], 0))
+                    .collect();
+                (Centres::single(dim), factors)
+            }
+        };
         let mut codes = vec![0u8; n * code_bytes(dim, bits)];
         read_field(r, &mut codes, "exrabitq: codes")?;
         Ok(ExRabitQ {
@@ -505,14 +698,54 @@ impl ExRabitQ {
             metric,
             centre,
             rotation: Rotation::new(&rotation, dim),
+            centres,
             codes,
-            factors: flat
-                .chunks_exact(3)
-                .map(|f| Factors::read([f[0], f[1], f[2]]))
-                .collect(),
+            factors,
             eps,
         })
     }
+}
+
+/// A version 3 file's centre count: 1 to [`centres::LIMIT`].
+fn read_centre_count(r: &mut impl Read) -> io::Result<usize> {
+    let k = read_u32(r, "exrabitq: centres")? as usize;
+    match (1..=centres::LIMIT).contains(&k) {
+        true => Ok(k),
+        false => Err(invalid(format!(
+            "exrabitq: centres is {k}, expected 1 to {}",
+            centres::LIMIT
+        ))),
+    }
+}
+
+/// A version 3 file's offsets, factors and each vector's centre (below
+/// `k`, or the file is refused).
+fn read_centres_and_factors(
+    r: &mut impl Read,
+    n: usize,
+    dim: usize,
+    k: usize,
+) -> io::Result<(Centres, Vec<Factors>)> {
+    let mut bytes = vec![0u8; k * dim * 2];
+    read_field(r, &mut bytes, "exrabitq: offsets")?;
+    let halves = bytes
+        .chunks_exact(2)
+        .map(|h| u16::from_le_bytes([h[0], h[1]]))
+        .collect();
+    let flat = read_f32s(r, n * 4, "exrabitq: factors")?;
+    let mut ids = vec![0u8; n * 2];
+    read_field(r, &mut ids, "exrabitq: centre ids")?;
+    let mut factors = Vec::with_capacity(n);
+    for (i, (f, id)) in flat.chunks_exact(4).zip(ids.chunks_exact(2)).enumerate() {
+        let c = u16::from_le_bytes([id[0], id[1]]);
+        if c as usize >= k {
+            return Err(invalid(format!(
+                "exrabitq: centre of vector {i} is {c}, expected below {k}"
+            )));
+        }
+        factors.push(Factors::read([f[0], f[1], f[2], f[3]], c));
+    }
+    Ok((Centres::from_halves(halves, dim), factors))
 }
 
 /// A version 2 file's ε₀: positive and finite, or the file is refused.
@@ -589,10 +822,12 @@ impl Quantizer for ExRabitQ {
             + self.factors.len() * std::mem::size_of::<Factors>()
             + self.centre.len() * 4
             + self.rotation.matrix.resident_bytes()
+            + self.centres.resident_bytes()
     }
 
     /// `q' = P(q − c)/‖q − c‖` (inner product: `P q/‖q‖`, and `⟨q, c⟩`
-    /// after it) into `floats`; `bias` the norm, `scale` `Σ q'_i`.
+    /// after it) into `floats`; `bias` the norm, `scale` `Σ q'_i`; `q'`'s
+    /// product with every centre's offset into `offsets`.
     fn prepare(&self, query: &[f32], table: &mut QueryTable) {
         let ip = self.metric == Metric::InnerProduct;
         table.floats.resize(self.dim + 1, 0.0);
@@ -609,6 +844,15 @@ impl Quantizer for ExRabitQ {
         };
         table.bias = norm;
         table.scale = table.floats[..self.dim].iter().sum();
+        // Each centre's term: ‖q − c_i‖² for L2, ⟨q, c_i − c⟩ / ‖q‖ for
+        // inner product (`distance`).
+        self.centres
+            .dots(&table.floats[..self.dim], &mut table.offsets);
+        if !ip {
+            for (i, o) in table.offsets.iter_mut().enumerate() {
+                *o = (norm * norm - 2.0 * norm * *o + self.centres.norm_sq(i)).max(0.0);
+            }
+        }
         match self.bits {
             4 => self.prepare_ints(table),
             8 => self.prepare_shorts(table),
@@ -618,8 +862,8 @@ impl Quantizer for ExRabitQ {
 
     fn estimate_many(&self, table: &QueryTable, ids: &[u32], out: &mut [f32]) {
         for (o, &id) in out.iter_mut().zip(ids) {
-            let (norm, ip) = self.inner(table, id as usize);
-            *o = self.distance(table, norm, ip);
+            let (add, off, est) = self.inner(table, id as usize);
+            *o = self.distance(table, add, off, est);
         }
     }
 

@@ -48,17 +48,37 @@ pub const MIN_PAIRS: usize = 2_000;
 /// error ratios times [`MARGIN`], within [`RANGE`]; [`EPSILON0`] when the
 /// data is too small to measure.
 pub fn calibrate(q: &ExRabitQ, data: &[f32]) -> f32 {
-    let mut ratios = ratios(q, data);
-    if ratios.len() < MIN_PAIRS {
-        return EPSILON0;
-    }
-    let at = ((ratios.len() as f64 * QUANTILE) as usize).min(ratios.len() - 1);
-    let (_, quantile, _) = ratios.select_nth_unstable_by(at, |a, b| a.total_cmp(b));
-    (*quantile * MARGIN).clamp(RANGE.0, RANGE.1)
+    measure(q, data).0
 }
 
-/// `|estimate − exact| / bound(ε₀ = 1)` of every near pair (module docs).
+/// [`calibrate`]'s ε₀, and the mean width of the near pairs' bounds at it
+/// (what the refinement settles by: narrower leaves fewer candidates
+/// open); the width is `None` when the data is too small to measure.
+pub fn measure(q: &ExRabitQ, data: &[f32]) -> (f32, Option<f64>) {
+    let pairs = pairs(q, data);
+    if pairs.len() < MIN_PAIRS {
+        return (EPSILON0, None);
+    }
+    let mut ratios: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+    let at = ((ratios.len() as f64 * QUANTILE) as usize).min(ratios.len() - 1);
+    let (_, quantile, _) = ratios.select_nth_unstable_by(at, |a, b| a.total_cmp(b));
+    let eps = (*quantile * MARGIN).clamp(RANGE.0, RANGE.1);
+    let width = pairs
+        .iter()
+        .map(|&(_, scaled, fixed)| f64::from(eps * scaled + fixed))
+        .sum::<f64>()
+        / pairs.len() as f64;
+    (eps, Some(width))
+}
+
+/// The ε₀ each near pair needs (module docs): `(|estimate − exact| −
+/// fixed) / scaled` of the bound's two parts (`ExRabitQ::estimate_parts`).
 pub fn ratios(q: &ExRabitQ, data: &[f32]) -> Vec<f32> {
+    pairs(q, data).into_iter().map(|p| p.0).collect()
+}
+
+/// Every near pair: the ε₀ it needs ([`ratios`]) and its bound's parts.
+fn pairs(q: &ExRabitQ, data: &[f32]) -> Vec<(f32, f32, f32)> {
     let dim = q.dim;
     let n = data.len() / dim;
     if n < 2 {
@@ -92,10 +112,11 @@ pub fn ratios(q: &ExRabitQ, data: &[f32]) -> Vec<f32> {
                 q.prepare(x, table);
                 near.iter()
                     .filter_map(|&(d, i)| {
-                        let (est, bound) = q.estimate_bound(table, i, 1.0);
-                        (bound > 0.0).then(|| (est - d).abs() / bound)
+                        let (est, scaled, fixed) = q.estimate_parts(table, i);
+                        let need = ((est - d).abs() - fixed).max(0.0) / scaled;
+                        (scaled > 0.0).then_some((need, scaled, fixed))
                     })
-                    .collect::<Vec<f32>>()
+                    .collect::<Vec<_>>()
             },
         )
         .flatten()

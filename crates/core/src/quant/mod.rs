@@ -6,6 +6,8 @@
 mod eigen;
 /// Extended RaBitQ: B-bit codes with an error bound (issue #57 item 2).
 pub mod exrabitq;
+/// Cluster centres the extended-RaBitQ codes are taken against.
+pub mod exrabitq_centres;
 /// The bound's ε₀ measured on the data's near pairs (issue #57 item 2).
 pub mod exrabitq_eps;
 pub mod kmeans;
@@ -38,6 +40,9 @@ pub struct QueryTable {
     pub ints: Vec<i8>,
     /// A query rounded to i16 (extended RaBitQ at eight bits).
     pub shorts: Vec<i16>,
+    /// The prepared query's product with each cluster centre's offset
+    /// (extended RaBitQ, `exrabitq_centres`).
+    pub offsets: Vec<f32>,
 }
 
 /// No codes in RAM: the quantizer of indexes whose records carry their

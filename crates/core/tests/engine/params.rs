@@ -157,6 +157,7 @@ fn every_field_is_a_parameter_once() {
         ivf_clusters: Some(1),
         node_cache_rank: Some(stratavec::memory::cache_rank::CacheRank::Bfs),
         exrabitq_bits: Some(4),
+        exrabitq_centres: Some(16),
         pipelined_refinement: true,
         plan_queries: Some("learn.fbin".into()),
         ..BuildParams::default()

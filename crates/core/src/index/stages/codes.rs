@@ -136,8 +136,10 @@ pub(super) fn write_pq(b: &mut Build, codes: &Codes) -> Result<()> {
     }
     let bits = b.params.exrabitq_bits.expect("checked");
     let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
-    let ex = nested_stage(b, "encode extended RaBitQ", "exrabitq", || {
-        ExRabitQ::train(data, dim, bits, metric, seed)
+    let centres = b.params.exrabitq_centres;
+    let ex = nested_stage(b, "encode extended RaBitQ", "exrabitq", || match centres {
+        Some(k) => ExRabitQ::train_with(data, dim, bits, metric, seed, k),
+        None => ExRabitQ::train(data, dim, bits, metric, seed),
     });
     b.write_file(EXRABITQ_FILE, |w| ex.write(w))
 }
