@@ -170,6 +170,15 @@ pub struct Factors {
     centre: u16,
 }
 
+/// What a quantizer is trained for, besides its data and centres.
+#[derive(Clone, Copy)]
+struct Spec {
+    dim: usize,
+    bits: usize,
+    metric: Metric,
+    seed: u64,
+}
+
 /// The relative rounding of an f16.
 const F16_REL: f32 = 1.0 / 2048.0;
 
@@ -339,34 +348,54 @@ impl ExRabitQ {
     /// on 40k rows of wordnet-minilm and wordnet-mpnet, 6.5% wider on a
     /// 20k-row cut of wordnet-minilm).
     pub fn train(data: &[f32], dim: usize, bits: usize, metric: Metric, seed: u64) -> ExRabitQ {
-        let n = data.len() / dim.max(1);
-        let one = Self::train_measured(data, dim, bits, metric, seed, 1);
-        match centres::default_count(n) {
-            1 => one.0,
-            k => {
-                let many = Self::train_measured(data, dim, bits, metric, seed, k);
-                match (many.1, one.1) {
-                    (Some(a), Some(b)) if a < b => many.0,
-                    _ => one.0,
-                }
-            }
-        }
+        Self::train_choosing(data, dim, bits, metric, seed).0
     }
 
-    /// [`Self::train_with`], and the mean width of the rows' near pairs'
-    /// bounds at its ε₀ (`exrabitq_eps::measure`).
-    fn train_measured(
+    /// [`Self::train`], and why it kept the centres it did (for the build
+    /// report; empty when the data had too few rows for more than one).
+    pub fn train_choosing(
         data: &[f32],
         dim: usize,
         bits: usize,
         metric: Metric,
         seed: u64,
-        clusters: usize,
-    ) -> (ExRabitQ, Option<f64>) {
-        let mut q = Self::encoded(data, dim, bits, metric, seed, clusters);
-        let (eps, width) = super::exrabitq_eps::measure(&q, data);
-        q.eps = eps;
-        (q, width)
+    ) -> (ExRabitQ, String) {
+        let spec = Spec {
+            dim,
+            bits,
+            metric,
+            seed,
+        };
+        let one = Self::measured(data, spec, 1);
+        let k = centres::default_count(data.len() / dim.max(1));
+        if k == 1 {
+            return (one.0, String::new());
+        }
+        let many = Self::measured(data, spec, k);
+        let (Some(a), Some(b)) = (many.1, one.1) else {
+            return (
+                one.0,
+                format!("1: too few rows to measure {k} centres against"),
+            );
+        };
+        let why = |q: &ExRabitQ, other: f32| {
+            format!(
+                "the rows' near pairs' bounds {:.3}x as wide at {k} centres as at the mean \
+                 alone (ε₀ {:.2} against {other:.2})",
+                a / b,
+                q.eps
+            )
+        };
+        match a < b {
+            true => {
+                let w = format!("{k}: {}", why(&many.0, one.0.eps));
+                (many.0, w)
+            }
+            false => {
+                let w = format!("1: {}", why(&many.0, one.0.eps));
+                (one.0, w)
+            }
+        }
     }
 
     /// [`Self::train`] with `clusters` centres (1: the mean alone).
@@ -378,34 +407,35 @@ impl ExRabitQ {
         seed: u64,
         clusters: usize,
     ) -> ExRabitQ {
-        Self::train_measured(data, dim, bits, metric, seed, clusters).0
+        let spec = Spec {
+            dim,
+            bits,
+            metric,
+            seed,
+        };
+        Self::measured(data, spec, clusters).0
     }
 
     /// The quantizer with every row of `data` encoded against `clusters`
-    /// centres, at [`EPSILON0`].
-    fn encoded(
-        data: &[f32],
-        dim: usize,
-        bits: usize,
-        metric: Metric,
-        seed: u64,
-        clusters: usize,
-    ) -> ExRabitQ {
-        assert!(BITS.contains(&bits), "exrabitq: bits must be 1..=8");
+    /// centres and its ε₀ measured, and the mean width of the rows' near
+    /// pairs' bounds at that ε₀ (`exrabitq_eps::measure`).
+    fn measured(data: &[f32], s: Spec, clusters: usize) -> (ExRabitQ, Option<f64>) {
+        let dim = s.dim;
+        assert!(BITS.contains(&s.bits), "exrabitq: bits must be 1..=8");
         assert!(dim > 1 && data.len().is_multiple_of(dim));
         assert!((1..=centres::LIMIT).contains(&clusters));
         let centre = crate::graph::medoid::centroid(data, dim);
-        let mut rng = Rng::new(seed ^ 0x5852_5130);
+        let mut rng = Rng::new(s.seed ^ 0x5852_5130);
         let mut p: Vec<f64> = (0..dim * dim).map(|_| rng.normal() as f64).collect();
         orthonormalize_rows(&mut p, dim, &mut rng);
         let rotation = Rotation::new(&p.iter().map(|&x| x as f32).collect::<Vec<_>>(), dim);
-        let centres = Centres::train(data, dim, clusters, &centre, seed, &|x, out| {
+        let centres = Centres::train(data, dim, clusters, &centre, s.seed, &|x, out| {
             rotation.apply(x, out)
         });
         let mut q = ExRabitQ {
             dim,
-            bits,
-            metric,
+            bits: s.bits,
+            metric: s.metric,
             centre,
             rotation,
             centres,
@@ -414,7 +444,9 @@ impl ExRabitQ {
             eps: EPSILON0,
         };
         q.encode_all(data);
-        q
+        let (eps, width) = super::exrabitq_eps::measure(&q, data);
+        q.eps = eps;
+        (q, width)
     }
 
     /// The cluster centres vectors are coded against.

@@ -137,9 +137,15 @@ pub(super) fn write_pq(b: &mut Build, codes: &Codes) -> Result<()> {
     let bits = b.params.exrabitq_bits.expect("checked");
     let (data, dim, metric, seed) = (b.data, b.dim, b.params.metric, b.params.seed);
     let centres = b.params.exrabitq_centres;
-    let ex = nested_stage(b, "encode extended RaBitQ", "exrabitq", || match centres {
-        Some(k) => ExRabitQ::train_with(data, dim, bits, metric, seed, k),
-        None => ExRabitQ::train(data, dim, bits, metric, seed),
+    let (ex, why) = nested_stage(b, "encode extended RaBitQ", "exrabitq", || match centres {
+        Some(k) => (
+            ExRabitQ::train_with(data, dim, bits, metric, seed, k),
+            String::new(),
+        ),
+        None => ExRabitQ::train_choosing(data, dim, bits, metric, seed),
     });
+    if !why.is_empty() {
+        b.choose("exrabitq_centres", why);
+    }
     b.write_file(EXRABITQ_FILE, |w| ex.write(w))
 }
