@@ -88,22 +88,31 @@ fn compare(
 fn settling_reads_less_at_the_same_recall() {
     let dim = 32;
     let (base, queries) = synth(4_000, 200, dim, 71);
-    let tmp = tempdir();
-    let dir = tmp.path().join("ex");
-    // The codes, the graph and the read buffers fit, few vectors do.
-    let budget = 1_400_000;
-    build_f32(&dir, &base, dim, &ex_params(4, budget), 2);
-    let opts = OpenOptions {
-        memory_budget_bytes: Some(budget),
-        ..Default::default()
-    };
-    let index = Index::open(&dir, &opts).unwrap();
-    assert!(index.memory().total() as u64 <= budget);
-    assert_eq!(index.manifest.quantizer, "exrabitq4");
     let gt = gt_f32(&base, &queries, dim, Metric::L2, 10);
-    // 32-d: bounds ~2.5x as wide as at 384-d (1/√(D−1)), and most
-    // vectors cached: the same recall, reads no more.
-    compare(&index, &queries, &gt, "synthetic", [40, 80], 1.0);
+    // Coded against the mean alone and against 8 cluster centres
+    // (`quant::exrabitq_centres`).
+    for centres in [1, 8] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("ex");
+        // The codes, the graph and the read buffers fit, few vectors do.
+        let budget = 1_400_000;
+        let params = BuildParams {
+            exrabitq_centres: Some(centres),
+            ..ex_params(4, budget)
+        };
+        build_f32(&dir, &base, dim, &params, 2);
+        let opts = OpenOptions {
+            memory_budget_bytes: Some(budget),
+            ..Default::default()
+        };
+        let index = Index::open(&dir, &opts).unwrap();
+        assert!(index.memory().total() as u64 <= budget);
+        assert_eq!(index.manifest.quantizer, "exrabitq4");
+        // 32-d: bounds ~2.5x as wide as at 384-d (1/√(D−1)), and most
+        // vectors cached: the same recall, reads no more.
+        let what = format!("synthetic, {centres} centres");
+        compare(&index, &queries, &gt, &what, [40, 80], 1.0);
+    }
 }
 
 #[test]
