@@ -79,6 +79,7 @@ class SearchParams(TypedDict, total=False):
     pipelined: bool
     settle: bool
     settle_wave: int
+    settle_reach: float
     width: str
     rerank_factor: float
     adaptive_beam: bool

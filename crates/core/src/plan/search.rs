@@ -125,6 +125,7 @@ fn choose_graph(params: &SearchParams, metric: Metric) -> Chosen {
             pipelined: params.pipelined,
             k: params.k,
             settle: params.settle.then_some(params.settle_wave.max(1)),
+            settle_reach: params.settle_reach,
         });
     }
     if params.pipelined && params.radius.is_none() {

@@ -19,6 +19,28 @@
 //! every interval true, the top k is the one full reads give; the bound
 //! fails on ≤ 0.1% of pairs, which the tests measure as recall.
 
+/// Which of the candidates may join the pool a refinement settles: those
+/// the bounds, shrunk to `reach` of their width, do not leave certainly
+/// out of the top `k` (fewer than `k` others' shrunk upper ends lie below
+/// the candidate's shrunk lower end). The pool is then settled at the full
+/// bounds ([`Settle::classify`]), so it holds its exact top k; the reach
+/// decides how far past the k-th estimate a candidate may sit and still
+/// be read. At `reach` 1 nothing surely out of the pool is dropped; the
+/// default is far smaller (`SearchParams::settle_reach`): a candidate
+/// admitted costs reads, where recall bought with L costs estimates in
+/// RAM. The shrunk bound keeps the pool wide where the codes are loose
+/// (few dimensions) and near k where they rank well.
+pub fn admit(est: &[f32], err: &[f32], k: usize, reach: f32, keep: &mut Vec<bool>) {
+    keep.clear();
+    let upper = |i: usize| est[i] + reach * err[i];
+    let mut uppers: Vec<f32> = (0..est.len()).map(upper).collect();
+    let edge = match k.min(uppers.len()) {
+        0 => f32::NEG_INFINITY,
+        k => *uppers.select_nth_unstable_by(k - 1, f32::total_cmp).1,
+    };
+    keep.extend((0..est.len()).map(|i| est[i] - reach * err[i] <= edge));
+}
+
 /// One candidate of the refinement.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bounded {
@@ -157,6 +179,35 @@ mod tests {
                 prop_assert!(truth[*id as usize] <= kth, "{:?} {}", got, kth);
             }
             prop_assert!(reads <= n);
+        }
+    }
+
+    proptest! {
+        /// Admission against a plain count: a candidate is kept exactly
+        /// when fewer than k others' shrunk upper ends are below its
+        /// shrunk lower end (ties kept); at least k are kept, and a wider
+        /// reach keeps a superset.
+        #[test]
+        fn admission_keeps_what_is_not_surely_out(
+            n in 0usize..40, k in 1usize..12, seed in 0u64..10_000, reach in 0.0f32..1.5,
+        ) {
+            let mut rng = Rng::new(seed);
+            let est: Vec<f32> = (0..n).map(|_| (rng.unit_f32() * 20.0).round() / 4.0).collect();
+            let err: Vec<f32> = (0..n).map(|_| rng.unit_f32() * 2.0).collect();
+            let mut keep = Vec::new();
+            admit(&est, &err, k, reach, &mut keep);
+            prop_assert_eq!(keep.len(), n);
+            for i in 0..n {
+                let lo = est[i] - reach * err[i];
+                let closer = (0..n).filter(|&j| j != i && est[j] + reach * err[j] < lo).count();
+                prop_assert_eq!(keep[i], closer < k, "i {} closer {}", i, closer);
+            }
+            prop_assert!(keep.iter().filter(|&&x| x).count() >= k.min(n));
+            let mut wider = Vec::new();
+            admit(&est, &err, k, reach + 0.5, &mut wider);
+            for i in 0..n {
+                prop_assert!(!keep[i] || wider[i]);
+            }
         }
     }
 
