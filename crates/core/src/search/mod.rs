@@ -147,16 +147,15 @@ pub struct SearchParams {
     pub settle_wave: usize,
     /// Two-stage search over codes with error bounds: of the top ⌈σ·L⌉
     /// candidates, the refinement scores only those its bounds, shrunk to
-    /// this share of their width, leave possibly in the top k
-    /// (`search::settle::admit`); 1 drops only those surely out. Each one
-    /// past the k-th costs reads, while recall bought with L costs
-    /// estimates in RAM; the shrunk bounds keep the pool wide where codes
-    /// rank loosely and near k where they rank well. Default: 0.1 (R@10
-    /// 0.95 at 20% memory, 2 threads: wordnet-minilm at L 32 and 3.5
-    /// reads a query against 7.1 at L 26 scoring all ⌈σ·L⌉; wordnet-mpnet
-    /// at L 24 and ~2.3 against 4.8 at L 22).
-    #[serde(default = "default_settle_reach")]
-    #[arg(long, default_value_t = default_settle_reach())]
+    /// ρ·L/k of their width (at most all of it), leave possibly in the top
+    /// k (`search::settle::admit`). Each one admitted past the k-th costs
+    /// reads, while recall bought with L costs estimates in RAM; the shrunk
+    /// bounds keep the pool wide where codes rank loosely and near k where
+    /// they rank well, and growing with L they let a longer list reach any
+    /// recall. Default: 0.03 (R@10 0.95 at 20% memory, 2 threads:
+    /// wordnet-minilm at L 32 and 3.5 reads a query against 7.1 at L 26
+    /// scoring all ⌈σ·L⌉, and 0.994 at L 100 with 6.9; wordnet-mpnet at
+    /// L 24 and ~2.3 against 4.8 at L 22).
     pub settle_reach: f32,
     /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
     /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow
@@ -205,7 +204,7 @@ fn default_settle_wave() -> usize {
 }
 
 fn default_settle_reach() -> f32 {
-    0.1
+    0.03
 }
 
 fn default_true() -> bool {

@@ -25,11 +25,12 @@
 /// the candidate's shrunk lower end). The pool is then settled at the full
 /// bounds ([`Settle::classify`]), so it holds its exact top k; the reach
 /// decides how far past the k-th estimate a candidate may sit and still
-/// be read. At `reach` 1 nothing surely out of the pool is dropped; the
-/// default is far smaller (`SearchParams::settle_reach`): a candidate
-/// admitted costs reads, where recall bought with L costs estimates in
-/// RAM. The shrunk bound keeps the pool wide where the codes are loose
-/// (few dimensions) and near k where they rank well.
+/// be read. At `reach` 1 nothing surely out of the pool is dropped; at
+/// the usual L the default is far smaller (`SearchParams::settle_reach`,
+/// `two_stage::reach`): a candidate admitted costs reads, where recall
+/// bought with L costs estimates in RAM. The shrunk bound keeps the pool
+/// wide where the codes are loose (few dimensions) and near k where they
+/// rank well.
 pub fn admit(est: &[f32], err: &[f32], k: usize, reach: f32, keep: &mut Vec<bool>) {
     keep.clear();
     let upper = |i: usize| est[i] + reach * err[i];
