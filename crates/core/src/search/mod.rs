@@ -156,6 +156,8 @@ pub struct SearchParams {
     /// wordnet-minilm at L 32 and 3.5 reads a query against 7.1 at L 26
     /// scoring all ⌈σ·L⌉, and 0.994 at L 100 with 6.9; wordnet-mpnet at
     /// L 24 and ~2.3 against 4.8 at L 22).
+    #[serde(default = "default_settle_reach")]
+    #[arg(long, default_value_t = default_settle_reach())]
     pub settle_reach: f32,
     /// How a query's reads grow to W (OctopusANN §4.3.1): fixed, schedule
     /// (by settled candidates), double (1, 2, 4, ...) or adaptive (grow
