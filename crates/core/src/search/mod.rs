@@ -148,7 +148,7 @@ pub struct SearchParams {
     /// Two-stage search over codes with error bounds: of the top ⌈σ·L⌉
     /// candidates, the refinement scores only those its bounds, shrunk to
     /// ρ·L/k of their width (at most all of it), leave possibly in the top
-    /// k (`search::settle::admit`). Each one admitted past the k-th costs
+    /// k (`search::settle::Settle::admit`). Each one admitted past the k-th costs
     /// reads, while recall bought with L costs estimates in RAM; the shrunk
     /// bounds keep the pool wide where codes rank loosely and near k where
     /// they rank well, and growing with L they let a longer list reach any

@@ -19,29 +19,6 @@
 //! every interval true, the top k is the one full reads give; the bound
 //! fails on ≤ 0.1% of pairs, which the tests measure as recall.
 
-/// Which of the candidates may join the pool a refinement settles: those
-/// the bounds, shrunk to `reach` of their width, do not leave certainly
-/// out of the top `k` (fewer than `k` others' shrunk upper ends lie below
-/// the candidate's shrunk lower end). The pool is then settled at the full
-/// bounds ([`Settle::classify`]), so it holds its exact top k; the reach
-/// decides how far past the k-th estimate a candidate may sit and still
-/// be read. At `reach` 1 nothing surely out of the pool is dropped; at
-/// the usual L the default is far smaller (`SearchParams::settle_reach`,
-/// `two_stage::reach`): a candidate admitted costs reads, where recall
-/// bought with L costs estimates in RAM. The shrunk bound keeps the pool
-/// wide where the codes are loose (few dimensions) and near k where they
-/// rank well.
-pub fn admit(est: &[f32], err: &[f32], k: usize, reach: f32, keep: &mut Vec<bool>) {
-    keep.clear();
-    let upper = |i: usize| est[i] + reach * err[i];
-    let mut uppers: Vec<f32> = (0..est.len()).map(upper).collect();
-    let edge = match k.min(uppers.len()) {
-        0 => f32::NEG_INFINITY,
-        k => *uppers.select_nth_unstable_by(k - 1, f32::total_cmp).1,
-    };
-    keep.extend((0..est.len()).map(|i| est[i] - reach * err[i] <= edge));
-}
-
 /// One candidate of the refinement.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bounded {
@@ -81,6 +58,30 @@ pub struct Settle {
 }
 
 impl Settle {
+    /// Which of the candidates may join the pool a refinement settles: those
+    /// the bounds, shrunk to `reach` of their width, do not leave certainly
+    /// out of the top `k` (fewer than `k` others' shrunk upper ends lie below
+    /// the candidate's shrunk lower end). The pool is then settled at the full
+    /// bounds ([`Settle::classify`]), so it holds its exact top k; the reach
+    /// decides how far past the k-th estimate a candidate may sit and still
+    /// be read. At `reach` 1 nothing surely out of the pool is dropped; at
+    /// the usual L the default is far smaller (`SearchParams::settle_reach`,
+    /// `two_stage::reach`): a candidate admitted costs reads, where recall
+    /// bought with L costs estimates in RAM. The shrunk bound keeps the pool
+    /// wide where the codes are loose (few dimensions) and near k where they
+    /// rank well.
+    pub fn admit(&mut self, est: &[f32], err: &[f32], k: usize, reach: f32, keep: &mut Vec<bool>) {
+        keep.clear();
+        self.uppers.clear();
+        self.uppers
+            .extend(est.iter().zip(err).map(|(&e, &b)| e + reach * b));
+        let edge = match k.min(self.uppers.len()) {
+            0 => f32::NEG_INFINITY,
+            k => *self.uppers.select_nth_unstable_by(k - 1, f32::total_cmp).1,
+        };
+        keep.extend(est.iter().zip(err).map(|(&e, &b)| e - reach * b <= edge));
+    }
+
     /// Each candidate's verdict for the top `k` of `pool` (into
     /// `self.verdicts`); true when none is open and unread.
     pub fn classify(&mut self, pool: &[Bounded], k: usize) -> bool {
@@ -195,8 +196,8 @@ mod tests {
             let mut rng = Rng::new(seed);
             let est: Vec<f32> = (0..n).map(|_| (rng.unit_f32() * 20.0).round() / 4.0).collect();
             let err: Vec<f32> = (0..n).map(|_| rng.unit_f32() * 2.0).collect();
-            let mut keep = Vec::new();
-            admit(&est, &err, k, reach, &mut keep);
+            let (mut s, mut keep) = (Settle::default(), Vec::new());
+            s.admit(&est, &err, k, reach, &mut keep);
             prop_assert_eq!(keep.len(), n);
             for i in 0..n {
                 let lo = est[i] - reach * err[i];
@@ -205,7 +206,7 @@ mod tests {
             }
             prop_assert!(keep.iter().filter(|&&x| x).count() >= k.min(n));
             let mut wider = Vec::new();
-            admit(&est, &err, k, reach + 0.5, &mut wider);
+            s.admit(&est, &err, k, reach + 0.5, &mut wider);
             for i in 0..n {
                 prop_assert!(!keep[i] || wider[i]);
             }

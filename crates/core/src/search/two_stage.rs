@@ -28,7 +28,7 @@
 //! **Settled refinement** (issue #57 item 2): when the codes' estimates
 //! come with error bounds (extended RaBitQ), the refinement scores only
 //! those of the top ⌈σ·L⌉ that the bounds, shrunk to the reach ρ·L/k,
-//! leave possibly in the top k (`settle::admit`: 3.5 reads a query at 20% of
+//! leave possibly in the top k (`Settle::admit`: 3.5 reads a query at 20% of
 //! wordnet-minilm for R@10 0.954 at L 32, against 7.1 for 0.957 at L 26
 //! scoring all ⌈σ·L⌉), and reads only those the bounds leave open,
 //! W at a time, best estimate
@@ -70,7 +70,7 @@ pub struct TwoStage {
     pub settle: Option<usize>,
     /// Where the codes bound their estimates, the refinement scores only
     /// the top ⌈σ·L⌉ candidates the bounds shrunk to ρ·L/k of their width
-    /// (at most all of it) leave possibly in the top k (`settle::admit`),
+    /// (at most all of it) leave possibly in the top k (`Settle::admit`),
     /// read or settled: ρ.
     pub settle_reach: f32,
 }
@@ -534,7 +534,7 @@ impl TwoStageSearch {
     }
 
     /// Keeps of `targets` those the bounds shrunk to the reach leave
-    /// possibly in the top k (`settle::admit`), with their estimates and
+    /// possibly in the top k (`Settle::admit`), with their estimates and
     /// bounds in `self.bounds`. False, and `targets` untouched, when the
     /// codes give no bounds.
     fn admit(&mut self, ctx: &SearchContext, targets: &mut Vec<u32>) -> bool {
@@ -548,7 +548,7 @@ impl TwoStageSearch {
             .bounds_many(&self.table, targets, &mut est, &mut err);
         if bounded {
             let mut keep = std::mem::take(&mut self.admitted);
-            super::settle::admit(&est, &err, self.k, self.reach, &mut keep);
+            self.settle.admit(&est, &err, self.k, self.reach, &mut keep);
             let mut at = 0;
             for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
                 (targets[at], est[at], err[at]) = (targets[i], est[i], err[i]);
@@ -628,7 +628,7 @@ impl TwoStageSearch {
 }
 
 /// The share of their width the bounds are shrunk to for admission
-/// (`settle::admit`): ρ·L/k, at most 1. It grows with L so that one knob
+/// (`Settle::admit`): ρ·L/k, at most 1. It grows with L so that one knob
 /// trades recall for work, as ⌈σ·L⌉ does for a refinement that reads all:
 /// on wordnet-minilm at 20% memory R@10 0.954 at L 32 (a tenth of the
 /// bounds, 3.5 reads a query), 0.982 at L 64, 0.994 at L 100 (6.9 reads),
