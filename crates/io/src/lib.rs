@@ -19,6 +19,7 @@ mod counters;
 mod error;
 mod exchange;
 mod fault;
+pub mod huge_pages;
 mod mmap;
 mod open;
 mod pinned;

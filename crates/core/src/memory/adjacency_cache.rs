@@ -337,6 +337,8 @@ impl AdjacencyCache {
             elias_fano::encode(&ids, n, &mut cache.lists);
         }
         cache.offsets.push(cache.lists.len());
+        // A search follows the lists at random (`stratavec_io::huge_pages`).
+        stratavec_io::huge_pages::back(&cache.lists);
         Ok(cache)
     }
 

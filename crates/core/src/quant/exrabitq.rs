@@ -468,6 +468,7 @@ impl ExRabitQ {
                 || (Vec::new(), Vec::new()),
                 |(centred, rot), ((code, f), x)| *f = self.encode_into(x, code, centred, rot),
             );
+        back_with_huge_pages(&codes, &factors);
         self.codes = codes;
         self.factors = factors;
     }
@@ -724,6 +725,7 @@ impl ExRabitQ {
         };
         let mut codes = vec![0u8; n * code_bytes(dim, bits)];
         read_field(r, &mut codes, "exrabitq: codes")?;
+        back_with_huge_pages(&codes, &factors);
         Ok(ExRabitQ {
             dim,
             bits,
@@ -791,6 +793,13 @@ fn read_eps(r: &mut impl Read) -> io::Result<f32> {
             "exrabitq: eps is {eps}, expected a positive finite ε₀"
         ))),
     }
+}
+
+/// The codes and factors every estimate reads at random, on 2 MB pages
+/// (`stratavec_io::huge_pages`: a TLB miss a row otherwise).
+fn back_with_huge_pages(codes: &[u8], factors: &[Factors]) {
+    stratavec_io::huge_pages::back(codes);
+    stratavec_io::huge_pages::back(factors);
 }
 
 /// The standard deviation of a rounding error uniform over one step.

@@ -210,6 +210,8 @@ impl PqQuantizer {
             })
             .collect();
         codebook.centroids = Vec::new();
+        // Read at random by every estimate (`stratavec_io::huge_pages`).
+        stratavec_io::huge_pages::back(&codes);
         PqQuantizer {
             codebook,
             codes,
