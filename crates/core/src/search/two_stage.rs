@@ -105,6 +105,9 @@ pub struct TwoStageSearch {
     pages_pending: Vec<u64>,
     /// Nodes whose vector the pipelined refinement read early.
     early: Vec<u32>,
+    /// What the pipelined refinement last decided its early reads on
+    /// (`early_state`).
+    early_seen: u64,
     stage: Stage,
     stats: QueryStats,
     corrupt: Option<String>,
@@ -158,6 +161,7 @@ impl TwoStageSearch {
             vectors_pending: Vec::new(),
             pages_pending: Vec::new(),
             early: Vec::new(),
+            early_seen: 0,
             stage: Stage::Search,
             stats: QueryStats::default(),
             corrupt: None,
@@ -198,6 +202,7 @@ impl TwoStageSearch {
         self.vectors_pending.clear();
         self.pages_pending.clear();
         self.early.clear();
+        self.early_seen = 0;
         self.stage = Stage::Search;
         self.stats = QueryStats::default();
         self.corrupt = None;
@@ -350,6 +355,14 @@ impl TwoStageSearch {
         if self.query.allowed.is_some() {
             return false;
         }
+        // Nothing it decides on changed since the last step: it would
+        // issue nothing new (a settled search's bounds and verdicts cost a
+        // sixth of its CPU when redone at every expansion).
+        let seen = self.early_state();
+        if seen == self.early_seen {
+            return false;
+        }
+        self.early_seen = seen;
         let mut targets = std::mem::take(&mut self.targets);
         self.refine_targets(self.list.first_unexpanded(), &mut targets);
         self.keep_open(ctx, &mut targets);
@@ -362,6 +375,21 @@ impl TwoStageSearch {
         }
         self.targets = targets;
         issued
+    }
+
+    /// A digest of what the pipelined refinement decides its early reads
+    /// on: the top ⌈σ·L⌉ ids in order (their estimates and bounds follow
+    /// from the ids), how many of them are settled (above the first
+    /// unexpanded), and how many exact distances the search has. A read
+    /// that lands adds one, or its node was already seen and is read
+    /// again by no one. Two states that collide only postpone an early
+    /// read: the waves that end the search read what is open then.
+    fn early_state(&self) -> u64 {
+        let top = &self.list.as_slice()[..self.refine.min(self.list.len())];
+        let settled = self.list.first_unexpanded().min(self.refine) as u64;
+        let mix = |h: u64, v: u64| (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = top.iter().fold(mix(1, settled), |h, c| mix(h, c.id as u64));
+        mix(h, self.exact.len() as u64 + 1)
     }
 
     /// Pipelined and settled refinement: keeps of the settled `targets`
