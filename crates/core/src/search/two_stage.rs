@@ -356,8 +356,9 @@ impl TwoStageSearch {
             return false;
         }
         // Nothing it decides on changed since the last step: it would
-        // issue nothing new (a settled search's bounds and verdicts cost a
-        // sixth of its CPU when redone at every expansion).
+        // issue nothing new. Redone at every expansion, the bounds,
+        // admission and verdicts were ~14% of a 1×1 search's samples
+        // (wordnet-minilm, 20% memory, L 32).
         let seen = self.early_state();
         if seen == self.early_seen {
             return false;
