@@ -357,9 +357,13 @@ def test_a_tiny_16_d_set_builds_and_searches_with_every_default(tmp_path, profil
 
 def test_auto_chooses_a_profile_and_says_why(tmp_path):
     # profile="auto" with a budget: each candidate tried on a 5,000-row
-    # sample, the chosen one built, the plan in the build report.
-    x = clustered(6000, 16, seed=7)
-    q = clustered(20, 16, seed=8)
+    # sample, the chosen one built, the plan in the build report. The
+    # queries come from the data's clusters (a set drawn with another seed
+    # has other centres): the plan predicts recall on queries like the
+    # data, and which candidate wins is timed, so on queries far from every
+    # cluster the recall asserted below depended on the winner (0.85-0.99).
+    xq = clustered(6020, 16, seed=7)
+    x, q = xq[:6000], xq[6000:]
     r = stratavec.build_index(x, tmp_path / "i", profile="auto", memory_budget_mb=2, graph_degree=16,
                               complexity=32, device_reads_per_s=50000, threads=2)
     plan = r["auto_plan"]
