@@ -484,7 +484,8 @@ fn peer_systems(
     systems: &mut Vec<rounds::System>,
 ) -> Result<()> {
     let repo = std::env::current_dir()?;
-    for peer in &a.peers {
+    // `--peers ""` (a script's empty list) names none.
+    for peer in a.peers.iter().filter(|p| !p.is_empty()) {
         eprintln!(
             "bench: starting peer {peer} (it builds its index if none matches, then loads it)"
         );

@@ -31,19 +31,8 @@ pub fn build_or_reuse(
     let report_path = dir.join(stratavec::index::build::BUILD_REPORT);
     if !rebuild {
         if let Ok(m) = Manifest::read(dir) {
-            // What the request leaves unset is compared as today's fit
-            // chooses it for this data, not as the old index has it.
             let dtype = stratavec::data::open(base)?.dtype();
-            let (mut fitted, _) = stratavec::index::fit::fit(params, m.n, m.dim, dtype)?;
-            // The planner's PQ bytes are chosen after the graph: any.
-            fitted.unset.pq_bytes = params.unset.pq_bytes;
-            // So is the refinement the latency objective measures.
-            fitted.unset.pipelined_refinement = params.unset.pipelined_refinement;
-            // `auto` built the profile it chose (and said so in `chosen`).
-            if params.profile == stratavec::autoplan::AUTO && m.chosen.contains_key("profile") {
-                fitted = fitted.with_profile(&m.build.profile);
-            }
-            if m.build.builds_same_index(&fitted) {
+            if m.built_as_asked(params, dtype)? {
                 // Built by older build logic, the same parameters may name
                 // a different index (`BUILD_REVISION`): build it again.
                 if m.build_revision != stratavec::index::BUILD_REVISION {

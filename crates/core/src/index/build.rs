@@ -398,6 +398,45 @@ impl BuildParams {
         }
     }
 
+    /// These parameters with every one a planner chose (the keys of a
+    /// manifest's `chosen`) taken from `built`, the parameters it built
+    /// with: what an `auto` request is once the choices are made, so a
+    /// cached `auto` index compares equal to the request that made it. A
+    /// key `built` leaves out (a choice kept in its own file, such as the
+    /// extended-RaBitQ centres) is left out here too.
+    pub fn with_chosen<'a>(
+        &self,
+        built: &BuildParams,
+        chosen: impl IntoIterator<Item = &'a String>,
+    ) -> Self {
+        let (Ok(serde_json::Value::Object(mut mine)), Ok(serde_json::Value::Object(theirs))) =
+            (serde_json::to_value(self), serde_json::to_value(built))
+        else {
+            return self.clone();
+        };
+        // A layout choice sets every field `autoplan::variants::Layout`
+        // applies: the records' shuffle into blocks, the page, the stored
+        // type and laser's code dimensions.
+        let fields = |key: &'a String| match key.as_str() {
+            "layout" => vec!["layout", "shuffle", "page_size", "store", "code_dim"],
+            k => vec![k],
+        };
+        for key in chosen.into_iter().flat_map(fields) {
+            match theirs.get(key) {
+                Some(v) => mine.insert(key.to_string(), v.clone()),
+                // Left out of `built` at its default (`skip_serializing_if`).
+                None => mine.remove(key),
+            };
+        }
+        match serde_json::from_value::<BuildParams>(serde_json::Value::Object(mine)) {
+            Ok(p) => BuildParams {
+                unset: self.unset,
+                ..p
+            },
+            Err(_) => self.clone(),
+        }
+    }
+
     /// Whether an index built with `self` is the one `other` would build:
     /// equal parameters, except that the shuffle's tuning does not matter
     /// when neither shuffles (a diskann index from before a shuffle option

@@ -5,6 +5,7 @@
 
 use crate::data::{DType, Metric};
 use crate::error::{Error, FileContext, Result};
+use crate::index::build::BuildParams;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,7 +43,7 @@ pub struct Manifest {
     pub metric: Metric,
     /// Every build parameter, as used: given, or fitted to the data where
     /// left unset (`chosen` says which and why).
-    pub build: crate::index::build::BuildParams,
+    pub build: BuildParams,
     pub layout: String,
     pub page_size: usize,
     pub quantizer: String,
@@ -151,6 +152,26 @@ impl Manifest {
             .map_err(|e| Error::index(&path, "manifest fields", "a valid manifest", e))?;
         check_sizes(&path, &m)?;
         Ok(m)
+    }
+
+    /// Whether this index is the one `asked` (a build request, with the
+    /// parameters it leaves unset marked so) would build on data of
+    /// `dtype`: what a bench asks before it reuses a cached index. What
+    /// the request leaves unset is compared as today's fit chooses it for
+    /// this data, not as the old index has it; what the build chose after
+    /// the graph (the planner's PQ bytes, the measured refinement) and,
+    /// for `auto`, every part the planner chose (`chosen`) count as asked.
+    /// The build revision is the caller's to check.
+    pub fn built_as_asked(&self, asked: &BuildParams, dtype: DType) -> Result<bool> {
+        let (mut fitted, _) = crate::index::fit::fit(asked, self.n, self.dim, dtype)?;
+        fitted.unset.pq_bytes = asked.unset.pq_bytes;
+        fitted.unset.pipelined_refinement = asked.unset.pipelined_refinement;
+        if asked.profile == crate::autoplan::AUTO && self.chosen.contains_key("profile") {
+            fitted = fitted
+                .with_profile(&self.build.profile)
+                .with_chosen(&self.build, self.chosen.keys());
+        }
+        Ok(self.build.builds_same_index(&fitted))
     }
 
     pub fn to_json(&self) -> String {

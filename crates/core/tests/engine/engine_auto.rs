@@ -82,6 +82,24 @@ fn auto_tries_every_candidate_and_builds_the_one_it_chose() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(hidden, vec![std::ffi::OsString::from("auto")]);
+    // Asked again, the same request names this index whatever the planner
+    // chose (a bench reuses it); another budget or a given profile does not.
+    let f32 = stratavec::data::DType::F32;
+    assert!(
+        m.built_as_asked(&auto(Some(2_000_000)), f32).unwrap(),
+        "{m:?}"
+    );
+    assert!(!m.built_as_asked(&auto(Some(3_000_000)), f32).unwrap());
+    let other = if plan.chosen == "diskann" {
+        "starling"
+    } else {
+        "diskann"
+    };
+    let given = BuildParams {
+        profile: other.into(),
+        ..auto(Some(2_000_000))
+    };
+    assert!(!m.built_as_asked(&given, f32).unwrap());
     let gt = gt_f32(&base, &queries, DIM, Metric::L2, 10);
     let res = search(&open(&dir), &queries, 10, 64);
     assert!(recall_of(&res, &gt, 10) >= 0.9);
@@ -258,4 +276,47 @@ fn a_budget_no_candidate_fits_builds_the_default_and_says_so() {
     };
     let e = stratavec::Index::open(&dir, &opts).err().expect("refused");
     assert!(e.to_string().contains("memory budget"), "{e}");
+}
+
+/// Every part a plan chose counts as asked: a layout choice brings the
+/// shuffle, page and stored type it applied, a key the built parameters
+/// leave out (kept in its own file) is left out, and a part the plan did
+/// not choose still has to match.
+#[test]
+fn the_parts_a_plan_chose_count_as_asked() {
+    // As `fit` leaves a request: the complexity given, the PQ bytes, page
+    // and refinement still the build's.
+    let asked = BuildParams {
+        unset: Unset {
+            complexity: false,
+            ..Unset::all()
+        },
+        ..auto(Some(2_000_000))
+    };
+    let built = BuildParams {
+        layout: Some(stratavec::layout::LayoutKind::Blocked),
+        shuffle: stratavec::layout::shuffle::Shuffle::Bnf,
+        page_size: 8192,
+        store: Some(stratavec::data::DType::F16),
+        exrabitq_bits: Some(4),
+        unset: Unset::default(),
+        ..asked.with_profile("gorgeous")
+    };
+    let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let all = keys(&["profile", "layout", "exrabitq_bits", "exrabitq_centres"]);
+    let as_chosen = |k: &[String]| {
+        asked
+            .with_profile(&built.profile)
+            .with_chosen(&built, k.iter())
+    };
+    let full = as_chosen(&all);
+    assert_eq!(full.page_size, 8192);
+    assert_eq!(full.exrabitq_centres, None);
+    assert_eq!(full.unset, asked.unset);
+    assert!(built.builds_same_index(&full), "{full:?}");
+    // The layout or the codes not among the choices: another index.
+    for missing in ["layout", "exrabitq_bits"] {
+        let fewer: Vec<String> = all.iter().filter(|k| *k != missing).cloned().collect();
+        assert!(!built.builds_same_index(&as_chosen(&fewer)), "{missing}");
+    }
 }
