@@ -58,7 +58,12 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// `params` laid out so.
+    /// The build parameters [`Self::apply`] sets (by their serialised
+    /// names): a layout chosen means all of them were (`BuildParams::with_chosen`).
+    pub const FIELDS: &'static [&'static str] =
+        &["layout", "shuffle", "page_size", "store", "code_dim"];
+
+    /// `params` laid out so (the fields of [`Self::FIELDS`]).
     pub fn apply(&self, params: &mut BuildParams) {
         if let Some(s) = self.page_size {
             params.page_size = s;
@@ -218,6 +223,41 @@ mod tests {
             unset: Unset::all(),
             ..BuildParams::for_profile(crate::autoplan::AUTO)
         }
+    }
+
+    /// `apply` sets the fields `FIELDS` names and no other, so a reused
+    /// index's chosen layout is compared whole.
+    #[test]
+    fn apply_sets_exactly_its_fields() {
+        let before = base();
+        let mut after = before.clone();
+        Layout {
+            page_size: Some(8192),
+            store: Some(DType::F16),
+            code_dim: Some(100),
+            blocks: true,
+        }
+        .apply(&mut after);
+        let (a, b) = (
+            serde_json::to_value(&before).unwrap(),
+            serde_json::to_value(&after).unwrap(),
+        );
+        let keys: std::collections::BTreeSet<&String> = a
+            .as_object()
+            .unwrap()
+            .keys()
+            .chain(b.as_object().unwrap().keys())
+            .collect();
+        let changed: Vec<&str> = keys
+            .into_iter()
+            .filter(|k| a.get(k.as_str()) != b.get(k.as_str()))
+            .map(|k| k.as_str())
+            .collect();
+        let mut fields = Layout::FIELDS.to_vec();
+        fields.sort();
+        let mut changed = changed;
+        changed.sort();
+        assert_eq!(changed, fields);
     }
 
     /// Every variant differs from the profile's fitted layout, is taken by

@@ -418,7 +418,7 @@ impl BuildParams {
         // applies: the records' shuffle into blocks, the page, the stored
         // type and laser's code dimensions.
         let fields = |key: &'a String| match key.as_str() {
-            "layout" => vec!["layout", "shuffle", "page_size", "store", "code_dim"],
+            "layout" => crate::autoplan::variants::Layout::FIELDS.to_vec(),
             k => vec![k],
         };
         for key in chosen.into_iter().flat_map(fields) {
