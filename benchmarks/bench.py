@@ -197,12 +197,41 @@ def step(r, results, sets, data, dry_run) -> None:
         subprocess.run(argv, check=True, env=child_env)
 
 
+def _same(a, b) -> bool:
+    """A --set value (text) against an `each` value from the file."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def narrowed(runs: list, sets: dict | None) -> list:
+    """The runs a --set of an `each` key leaves: `--set memory_fraction=0.4`
+    runs only the 0.4 expansion of a run that sweeps memory_fraction, where
+    overriding the flag alone would write 0.4's rows into every budget's
+    file. A value the run does not sweep is an error naming the values."""
+    kept = []
+    for r in runs:
+        swept = {k: v for k, v in (sets or {}).items() if k in r.each}
+        if all(_same(v, r.each[k]) for k, v in swept.items()):
+            kept.append(r)
+    for name in dict.fromkeys(r.name for r in runs):
+        group = [r for r in runs if r.name == name]
+        if not any(r in kept for r in group):
+            for k, v in (sets or {}).items():
+                values = [r.each[k] for r in group if k in r.each]
+                if values:
+                    raise ScenarioError(f"--set {k}={v}: run {name} sweeps {k} over "
+                                        f"{values}; pick one of them (its rows file is named by it)")
+    return kept
+
+
 def run(sc, names=None, dry_run=False, results=None, sets=None, no_report=False, data=None) -> None:
     results = results or sc.results
-    chosen = [r for r in sc.runs if names is None or r.name in names]
     missing = set(names or ()) - {r.name for r in sc.runs}
     if missing:
         raise ScenarioError(f"{sc.path}: no run named {', '.join(sorted(missing))}")
+    chosen = narrowed([r for r in sc.runs if names is None or r.name in names], sets)
     say = lambda argv: print(shlex.join(argv), flush=True)  # noqa: E731
     say(BUILD)
     if not dry_run:

@@ -73,6 +73,7 @@ class Run:
     append: bool = False  # a command's stdout appended to `out`
     creates: str | None = None  # a command is skipped when this exists
     env: dict = field(default_factory=dict)  # a command's extra environment
+    each: dict = field(default_factory=dict)  # the `each` values this run stands for
 
 
 @dataclass
@@ -183,7 +184,7 @@ def _expand(merged: dict, where: str) -> list[Run]:
         if "sweep" in f:
             f["sweep"] = sweep(f["sweep"], where)
         runs.append(Run(name=merged["name"], data=_str(merged["data"], where), out=out, flags=f,
-                        pause_seconds=_pause(merged.get("pause_seconds", 0), where)))
+                        pause_seconds=_pause(merged.get("pause_seconds", 0), where), each=values))
     return runs
 
 

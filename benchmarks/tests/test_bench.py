@@ -146,6 +146,19 @@ def test_overrides():
         bench.overrides(["nope=1"])
 
 
+def test_set_of_an_each_key_narrows_to_that_expansion():
+    sc = S.parse({"name": "t", "run": [
+        {"name": "a", "data": "d", "out": "a-{memory_fraction}.jsonl", "each": {"memory_fraction": [0.05, 0.4]}},
+        {"name": "b", "data": "d", "out": "b.jsonl", "threads": 2}]})
+    kept = bench.narrowed(sc.runs, bench.overrides(["memory_fraction=0.4"]))
+    # The 0.05 file is not overwritten with 0.4's rows; a run without the
+    # key keeps running with the flag overridden.
+    assert [r.out for r in kept] == ["a-0.4.jsonl", "b.jsonl"]
+    assert bench.narrowed(sc.runs, {}) == sc.runs
+    with pytest.raises(S.ScenarioError, match=r"run a sweeps memory_fraction over \[0.05, 0.4\]"):
+        bench.narrowed(sc.runs, bench.overrides(["memory_fraction=0.3"]))
+
+
 def test_splice_keeps_marker_text_and_neighbours():
     doc = "a\n<!-- BEGIN t: note -->\nold\n<!-- END t -->\n<!-- BEGIN t-x -->\nkeep\n<!-- END t-x -->\n"
     new = markers.splice(doc, "t", "new\n")
