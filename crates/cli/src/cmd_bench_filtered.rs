@@ -282,10 +282,12 @@ fn build_or_reuse(
 ) -> Result<serde_json::Value> {
     if !a.rebuild {
         if let Ok(m) = stratavec::index::Manifest::read(dir) {
+            // Every build parameter as `bench` compares them (budget, PQ
+            // bytes, layout), not the profile alone: the directory is named
+            // by data set and variant, so another budget lands in it too.
             let labelled = m.plan.as_ref().is_some_and(|p| p.labels);
-            let same = m.build.profile == params.profile
-                && m.build.label_aware == params.label_aware
-                && m.n == labels.sets.len();
+            let dtype = stratavec::data::open(base)?.dtype();
+            let same = m.n == labels.sets.len() && m.built_as_asked(params, dtype)?;
             if labelled && same && m.build_revision == stratavec::index::BUILD_REVISION {
                 let report = dir.join(stratavec::index::build::BUILD_REPORT);
                 let text = std::fs::read_to_string(&report).unwrap_or_else(|_| "{}".into());
