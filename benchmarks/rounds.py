@@ -163,6 +163,28 @@ def ratio_cell(a_rows: list[dict], b_rows: list[dict], target: float) -> str:
     return spread_cell(ratios_by_round(a_rows, b_rows, target))
 
 
+def same_search(a_rows: list[dict], b_rows: list[dict]) -> bool:
+    """Whether two systems searched alike: at every list size of every
+    round both ran (three at least), the same recall within 0.001 and
+    reads a query within 1% (a pipelined search's path depends on when its
+    reads land: 45.808 against 45.811 reads, R@10 0.9413 against 0.9410,
+    on the same files). Then they searched the same index the
+    same way, and the ratio of their times is the run's noise, not a
+    difference between them."""
+    key = lambda r: (round_of(r), r.get("L"))  # noqa: E731
+    seen = lambda rows: {key(r): (num(r.get("recall_at_10")) or 0.0, num(r.get("reads_per_query")) or 0.0)  # noqa: E731
+                         for r in rows}
+    a, b = seen(a_rows), seen(b_rows)
+    shared = a.keys() & b.keys()
+    alike = lambda x, y: abs(x[0] - y[0]) <= 0.001 and abs(x[1] - y[1]) <= 0.01 * max(x[1], y[1])  # noqa: E731
+    return len(shared) >= 3 and all(alike(a[k], b[k]) for k in shared)
+
+
+SAME_SEARCH = ("`same search`: auto and the best fixed composition had the same recall (within 0.001) and "
+               "reads a query (within 1%) at every list size in every round, as the same index searched the same way has: "
+               "the ratio between them is the run's noise, not the plan's.")
+
+
 def matching(results: str, pattern) -> list[str]:
     """The files in `results` whose names `pattern` (a compiled regex with
     two groups: a dimension, a fraction) matches, by dimension then

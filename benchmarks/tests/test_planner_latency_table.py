@@ -60,3 +60,26 @@ def test_auto_against_the_best_fixed_composition_and_hnswlib(tmp_path):
 
 def test_no_rows_says_how_to_make_them(tmp_path):
     assert "No rows" in T.render(str(tmp_path))
+
+
+def test_a_search_identical_to_the_best_fixed_is_marked_as_the_same_search(tmp_path):
+    ex4 = {"profile": "gorgeous", "exrabitq_bits": 4}
+    out = [rows()[0]]
+    for rnd in range(2):
+        for L, recall in ((24, 0.94), (26, 0.953), (28, 0.96)):
+            # The same recall and reads at every L: only the times differ.
+            out += [search("stratavec-auto-latency", rnd, L, recall, 200 + 40 * rnd, ex4),
+                    search("stratavec-gorgeous-ex4", rnd, L, recall, 200, ex4)]
+    (tmp_path / "planner-latency-384-0.2.jsonl").write_text("\n".join(json.dumps(r) for r in out) + "\n")
+    text = T.render(str(tmp_path))
+    assert "**1.10× (1.00–1.20)** · same search |" in text, text
+    assert "the ratio between them is the run's noise" in text, text
+    # Reads 0.5% and recall 0.0003 apart (a pipelined search's) are still
+    # the same search.
+    out[-1] = {**out[-1], "reads_per_query": 9.045, "recall_at_10": 0.9603}
+    (tmp_path / "planner-latency-384-0.2.jsonl").write_text("\n".join(json.dumps(r) for r in out) + "\n")
+    assert "same search" in T.render(str(tmp_path))
+    # One list size with another recall: a different search, not marked.
+    out[-1] = search("stratavec-gorgeous-ex4", 1, 28, 0.962, 200, ex4)
+    (tmp_path / "planner-latency-384-0.2.jsonl").write_text("\n".join(json.dumps(r) for r in out) + "\n")
+    assert "same search" not in T.render(str(tmp_path))
