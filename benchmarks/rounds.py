@@ -180,6 +180,11 @@ def same_search(a_rows: list[dict], b_rows: list[dict]) -> bool:
     return len(shared) >= 3 and all(alike(a[k], b[k]) for k in shared)
 
 
+def same_mark(a_rows: list[dict], b_rows: list[dict]) -> str:
+    """` · same search` after a ratio cell when `same_search` holds."""
+    return " · same search" if same_search(a_rows, b_rows) else ""
+
+
 SAME_SEARCH = ("`same search`: auto and the best fixed composition had the same recall (within 0.001) and "
                "reads a query (within 1%) at every list size in every round, as the same index searched the same way has: "
                "the ratio between them is the run's noise, not the plan's.")

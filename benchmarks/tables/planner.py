@@ -177,8 +177,8 @@ def summary_row(path: str) -> str | None:
              f"{chosen} ({codes_of(auto_rows)})",
              f"{a['qps']:,.0f} · {a['reads_per_query']:.1f} reads" if a else "never",
              f"{best} {reached[best]['qps']:,.0f}" if best else "—",
-             f"**{rounds.ratio_cell(auto_rows, fixed[best], TARGET)}**"
-             + (" · same search" if rounds.same_search(auto_rows, fixed[best]) else "") if best else "—",
+             f"**{rounds.ratio_cell(auto_rows, fixed[best], TARGET)}**{rounds.same_mark(auto_rows, fixed[best])}"
+             if best else "—",
              f"{plan.get('seconds', 0):.0f} s"]
     cells += build_cells(auto_rows, fixed, chosen)
     return "| " + " | ".join(cells) + " |"

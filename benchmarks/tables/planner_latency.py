@@ -85,10 +85,6 @@ def budget(run: dict) -> str:
     return f"{100 * frac:.0f}% ({b / 1e6:.1f} MB)"
 
 
-def same(a_rows: list[dict], b_rows: list[dict]) -> str:
-    return " · same search" if rounds.same_search(a_rows, b_rows) else ""
-
-
 def summary_row(path: str) -> str | None:
     rows, run, per, at, fixed, best = measured(path)
     a = at.get(AUTO)
@@ -98,7 +94,7 @@ def summary_row(path: str) -> str | None:
     cells = [f"{run.get('dataset')}", budget(run), parts(per[AUTO][0]),
              f"{a['p50_us']:,.0f} (L={a['L']}, {a['reads_per_query']:.1f} reads)" if a else "never",
              f"{name(best)} {at[best]['p50_us']:,.0f}" if best else "—",
-             f"**{ratio_cell(per[AUTO], per[best])}**{same(per[AUTO], per[best])}" if best else "—",
+             f"**{ratio_cell(per[AUTO], per[best])}**{rounds.same_mark(per[AUTO], per[best])}" if best else "—",
              f"{at[peer]['p50_us']:,.0f}" if peer and at.get(peer) else "—",
              ratio_cell(per[AUTO], per[peer]) if peer else "—"]
     return "| " + " | ".join(cells) + " |"
